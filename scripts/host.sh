@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Host preparation shared by scripts/run.sh and scripts/test.sh, safe to run again:
+# installs missing Debian packages, starts dockerd when no engine answers on the socket
+# (a running engine is left alone), builds the sandbox image when missing or out of date.
+set -euo pipefail
+
+SANDBOX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DOCKER_SOCK="${DOCKER_SOCK:-/var/run/docker.sock}"
+
+# Build and run-time packages. Node.js/npm drive the end-to-end tests with real MCP clients.
+SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates curl
+  libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
+  libgtest-dev libgmock-dev libseccomp-dev python3)
+SANDBOX_ENGINE_PACKAGES=(docker.io debootstrap iptables)
+
+log() { printf '[host] %s\n' "$*" >&2; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+install_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+engine_answers() {
+  curl -fsS --max-time 2 --unix-socket "$DOCKER_SOCK" http://docker/_ping >/dev/null 2>&1
+}
+
+ensure_engine() {
+  if engine_answers; then return 0; fi
+  if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix://* ]]; then
+    log "DOCKER_HOST=$DOCKER_HOST does not answer; start that engine first"; return 1
+  fi
+  command -v dockerd >/dev/null || install_packages "${SANDBOX_ENGINE_PACKAGES[@]}"
+  # A killed daemon leaves its pid file, and the next dockerd refuses to start.
+  as_root rm -f /var/run/docker.pid
+  log "starting dockerd (log: /var/log/dockerd.log)"
+  as_root sh -c 'nohup dockerd >>/var/log/dockerd.log 2>&1 &'
+  for _ in $(seq 1 120); do
+    engine_answers && { log "engine is up"; return 0; }
+    sleep 0.5
+  done
+  log "dockerd did not answer within 60 s; see /var/log/dockerd.log"; tail -n 20 /var/log/dockerd.log >&2
+  return 1
+}
+
+prepare_host() {
+  install_packages "${SANDBOX_BUILD_PACKAGES[@]}" "${SANDBOX_ENGINE_PACKAGES[@]}"
+  ensure_engine
+  bash "$SANDBOX_ROOT/images/build.sh"
+}
+
+build_server() {
+  local build_dir="$1"; shift
+  cmake -S "$SANDBOX_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)"
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: unit, integration against the real Docker engine,
+# attack and end-to-end. Prints CTest's summary; exits non-zero on any failure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/host.sh"
+prepare_host
+werror=OFF
+[[ "${CI:-}" == true ]] && werror=ON
+build_server "$SANDBOX_ROOT/build" -DSANDBOX_BUILD_TESTS=ON -DSANDBOX_WERROR="$werror"
+cd "$SANDBOX_ROOT/build"
+status=0
+ctest --output-on-failure --timeout 900 "$@" || status=$?
+# Every container a test starts carries this label; none may outlive the run.
+leftover="$(docker ps -aq --filter label=io.sandbox-mcp.managed=true || true)"
+if [[ -n "$leftover" ]]; then
+  echo "[test] containers left behind by the tests:" >&2
+  docker ps -a --filter label=io.sandbox-mcp.managed=true >&2
+  docker rm -f $leftover >/dev/null || true
+  status=1
+fi
+exit "$status"
