@@ -70,8 +70,12 @@ inline Status OkStatus() { return {}; }
 }  // namespace sandbox
 
 // Returns the error of `expr` (a Result) from the enclosing function when it failed.
-#define SANDBOX_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    auto sandbox_status_ = (expr);             \
-    if (!sandbox_status_.ok()) return sandbox_status_.error(); \
+#define SANDBOX_CONCAT_INNER_(a, b) a##b
+#define SANDBOX_CONCAT_(a, b) SANDBOX_CONCAT_INNER_(a, b)
+#define SANDBOX_RETURN_IF_ERROR(expr) \
+  SANDBOX_RETURN_IF_ERROR_IMPL_(SANDBOX_CONCAT_(sandbox_status_, __COUNTER__), expr)
+#define SANDBOX_RETURN_IF_ERROR_IMPL_(var, expr) \
+  do {                                           \
+    auto var = (expr);                           \
+    if (!var.ok()) return var.error();           \
   } while (0)

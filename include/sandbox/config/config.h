@@ -1,0 +1,144 @@
+// The server's one typed configuration. Built once in main from defaults, an optional JSON file
+// (--config) and the command line / environment, validated by Validate() before anything starts,
+// then passed down by const reference. Every field documents its default.
+// Thread-safety: an immutable value after start-up; safe to read from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/core/result.h"
+
+namespace sandbox::config {
+
+// Resource limits of one run. A pool sets them; a request may narrow (never widen) them.
+struct Limits {
+  double timeout_s = 30.0;                    // wall time of one run
+  std::int64_t memory_bytes = 512LL << 20;    // the run's memory budget; swap is set equal (none)
+  double cpus = 1.0;                          // CPU share of the container (NanoCpus)
+  std::int64_t pids = 128;                    // cgroup pids limit of the container
+  std::int64_t nproc = 256;                   // RLIMIT_NPROC of the run (counts the uid host-wide)
+  std::int64_t nofile = 256;                  // RLIMIT_NOFILE of the run
+  std::int64_t fsize_bytes = 64LL << 20;      // RLIMIT_FSIZE: largest file the run may write
+  std::int64_t tmpfs_bytes = 64LL << 20;      // size of the run's /tmp and work directory tmpfs
+  std::int64_t output_bytes = 1LL << 20;      // stdout+stderr bytes before the run is killed
+  std::int64_t cpu_s = 0;                     // RLIMIT_CPU seconds; 0 = derived from timeout_s
+
+  // The default ceiling a request may raise its limits to.
+  static Limits DefaultMaxima() {
+    Limits max;
+    max.timeout_s = 300;
+    max.memory_bytes = 2LL << 30;
+    max.cpus = 2.0;
+    max.pids = 512;
+    max.nproc = 1024;
+    max.nofile = 1024;
+    max.fsize_bytes = 256LL << 20;
+    max.tmpfs_bytes = 256LL << 20;
+    max.output_bytes = 16LL << 20;
+    return max;
+  }
+};
+
+// Bounds on what comes back from a run.
+struct OutputOptions {
+  int max_figures = 16;                       // PNGs per run
+  int max_figure_px = 4096;                   // width and height bound of one figure
+  int figure_dpi = 100;
+  int max_files = 32;                         // files returned from the work directory
+  std::int64_t max_files_bytes = 16LL << 20;  // their total size
+};
+
+enum class PoolMode { kRecycle, kFresh };
+
+struct PoolConfig {
+  std::string name = "default";
+  PoolMode mode = PoolMode::kRecycle;
+  std::string image = "sandbox-mcp-python:latest";
+  std::string python = "/snekbin/python/default/bin/python";  // works in Snekbox images too
+  std::string runtime;                         // "" = engine default (runc); "runsc" = gVisor
+  std::vector<std::string> preload = {"numpy", "pandas", "matplotlib"};
+  bool warm_plot = true;                       // draw one figure before forking (warms fonts)
+  int min_idle = 2;                            // containers kept warm and waiting
+  int max_total = 8;                           // containers at most, busy + idle + starting
+  int max_concurrent_starts = 2;               // container starts in flight at once
+  std::chrono::milliseconds acquire_timeout{10000};  // past it the caller gets kBusy
+  std::chrono::seconds max_age{3600};          // a container older than this is replaced
+  int max_runs = 500;                          // recycle: runs served before replacement
+  std::int64_t zygote_memory_bytes = 256LL << 20;  // recycle: added to the run budget
+  Limits limits;                               // defaults for runs in this pool
+  Limits max_limits = Limits::DefaultMaxima();  // the most a request may ask for
+};
+
+struct DockerConfig {
+  // unix:///path or tcp://host:port (TLS when tls_ca/tls_cert/tls_key are set).
+  std::string host = "unix:///var/run/docker.sock";
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::chrono::milliseconds call_timeout{30000};  // deadline of ordinary engine calls
+};
+
+struct ServerConfig {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+  bool stdio = false;                          // MCP over stdin/stdout instead of HTTP
+  std::string token;                           // bearer token; required beyond loopback
+  int http_threads = 64;                       // HTTP workers; streams each hold one
+  std::int64_t max_body_bytes = 8LL << 20;     // larger request bodies get 413
+  std::vector<std::string> allowed_origins;    // extra Origins accepted besides loopback ones
+  std::vector<std::string> allowed_hosts;      // extra Host names accepted besides loopback ones
+};
+
+struct PolicyConfig {
+  std::string container_seccomp = "policies/seccomp-container.json";
+  std::string run_seccomp = "policies/seccomp-run.json";
+};
+
+struct Config {
+  ServerConfig server;
+  DockerConfig docker;
+  PolicyConfig policy;
+  std::vector<PoolConfig> pools = {PoolConfig{}};
+  std::string default_pool = "default";
+  std::string log_level = "info";              // trace, debug, info, warn, error
+  OutputOptions output;
+  // Labels every container of this server carries: io.sandbox-mcp.managed=true plus
+  // io.sandbox-mcp.instance=<instance_id>, used for crash recovery.
+  std::string instance_id = "default";
+};
+
+// Applies a JSON document (the --config file) over `base`. Unknown keys are errors, so a typo
+// in a configuration never passes silently.
+Result<Config> ApplyJson(Config base, const nlohmann::json& doc);
+
+// Builds the configuration from argv and the environment (SANDBOX_MCP_TOKEN), reading
+// --config FILE when given. Does not validate; call Validate() next.
+// Returns kInvalidArgument with a usage hint for bad flags; `help` is set for --help.
+struct CommandLine {
+  Config config;
+  bool help = false;
+  bool version = false;
+};
+Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
+                                     const std::map<std::string, std::string>& env);
+
+// Checks every field; the first problem found is returned with the field's name.
+Status Validate(const Config& config);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopbackHost(const std::string& host);
+
+const PoolConfig* FindPool(const Config& config, const std::string& name);
+
+std::string_view PoolModeName(PoolMode mode);
+
+std::string UsageText();
+
+}  // namespace sandbox::config

@@ -1,0 +1,440 @@
+#include "sandbox/config/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace sandbox::config {
+namespace {
+
+using nlohmann::json;
+
+Error Invalid(const std::string& path, const std::string& what) {
+  return Error(ErrorCode::kInvalidArgument, "configuration " + path + ": " + what);
+}
+
+// Reads one JSON object field by field; remembers which keys were used so leftovers
+// (typos) are reported.
+class ObjectReader {
+ public:
+  ObjectReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  Status Check() const {
+    if (!object_.is_object()) return Invalid(path_, "expected an object");
+    return OkStatus();
+  }
+
+  template <typename T>
+  Status Read(const char* key, T& out) {
+    used_.insert(key);
+    auto it = object_.find(key);
+    if (it == object_.end()) return OkStatus();
+    return Convert(*it, Child(key), out);
+  }
+
+  // Reads a nested object with `fn(const json&, std::string path)`.
+  template <typename Fn>
+  Status ReadObject(const char* key, Fn&& fn) {
+    used_.insert(key);
+    auto it = object_.find(key);
+    if (it == object_.end()) return OkStatus();
+    return fn(*it, Child(key));
+  }
+
+  Status RejectUnknown() const {
+    for (const auto& item : object_.items()) {
+      if (!used_.contains(item.key())) return Invalid(Child(item.key()), "unknown key");
+    }
+    return OkStatus();
+  }
+
+  std::string Child(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+ private:
+  static Status Convert(const json& v, const std::string& path, std::string& out) {
+    if (!v.is_string()) return Invalid(path, "expected a string");
+    out = v.get<std::string>();
+    return OkStatus();
+  }
+  static Status Convert(const json& v, const std::string& path, bool& out) {
+    if (!v.is_boolean()) return Invalid(path, "expected true or false");
+    out = v.get<bool>();
+    return OkStatus();
+  }
+  static Status Convert(const json& v, const std::string& path, double& out) {
+    if (!v.is_number()) return Invalid(path, "expected a number");
+    out = v.get<double>();
+    return OkStatus();
+  }
+  static Status Convert(const json& v, const std::string& path, std::int64_t& out) {
+    if (!v.is_number_integer()) return Invalid(path, "expected an integer");
+    out = v.get<std::int64_t>();
+    return OkStatus();
+  }
+  static Status Convert(const json& v, const std::string& path, int& out) {
+    if (!v.is_number_integer()) return Invalid(path, "expected an integer");
+    auto wide = v.get<std::int64_t>();
+    if (wide < INT32_MIN || wide > INT32_MAX) return Invalid(path, "out of range");
+    out = static_cast<int>(wide);
+    return OkStatus();
+  }
+  static Status Convert(const json& v, const std::string& path, std::uint16_t& out) {
+    if (!v.is_number_integer()) return Invalid(path, "expected an integer");
+    auto wide = v.get<std::int64_t>();
+    if (wide < 0 || wide > 65535) return Invalid(path, "expected a port number (0-65535)");
+    out = static_cast<std::uint16_t>(wide);
+    return OkStatus();
+  }
+  static Status Convert(const json& v, const std::string& path, std::vector<std::string>& out) {
+    if (!v.is_array()) return Invalid(path, "expected an array of strings");
+    out.clear();
+    for (const auto& item : v) {
+      if (!item.is_string()) return Invalid(path, "expected an array of strings");
+      out.push_back(item.get<std::string>());
+    }
+    return OkStatus();
+  }
+  template <typename Rep, typename Period>
+  static Status Convert(const json& v, const std::string& path,
+                        std::chrono::duration<Rep, Period>& out) {
+    if (!v.is_number_integer()) return Invalid(path, "expected an integer");
+    out = std::chrono::duration<Rep, Period>(v.get<Rep>());
+    return OkStatus();
+  }
+
+  const json& object_;
+  std::string path_;
+  std::set<std::string> used_;
+};
+
+Status ApplyLimits(const json& doc, const std::string& path, Limits& limits) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("timeout_s", limits.timeout_s));
+  SANDBOX_RETURN_IF_ERROR(r.Read("memory_bytes", limits.memory_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("cpus", limits.cpus));
+  SANDBOX_RETURN_IF_ERROR(r.Read("pids", limits.pids));
+  SANDBOX_RETURN_IF_ERROR(r.Read("nproc", limits.nproc));
+  SANDBOX_RETURN_IF_ERROR(r.Read("nofile", limits.nofile));
+  SANDBOX_RETURN_IF_ERROR(r.Read("fsize_bytes", limits.fsize_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tmpfs_bytes", limits.tmpfs_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("output_bytes", limits.output_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("cpu_s", limits.cpu_s));
+  return r.RejectUnknown();
+}
+
+Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("name", pool.name));
+  std::string mode(PoolModeName(pool.mode));
+  SANDBOX_RETURN_IF_ERROR(r.Read("mode", mode));
+  if (mode == "recycle") {
+    pool.mode = PoolMode::kRecycle;
+  } else if (mode == "fresh") {
+    pool.mode = PoolMode::kFresh;
+  } else {
+    return Invalid(r.Child("mode"), "expected \"recycle\" or \"fresh\", got \"" + mode + "\"");
+  }
+  SANDBOX_RETURN_IF_ERROR(r.Read("image", pool.image));
+  SANDBOX_RETURN_IF_ERROR(r.Read("python", pool.python));
+  SANDBOX_RETURN_IF_ERROR(r.Read("runtime", pool.runtime));
+  SANDBOX_RETURN_IF_ERROR(r.Read("preload", pool.preload));
+  SANDBOX_RETURN_IF_ERROR(r.Read("warm_plot", pool.warm_plot));
+  SANDBOX_RETURN_IF_ERROR(r.Read("min_idle", pool.min_idle));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_total", pool.max_total));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_concurrent_starts", pool.max_concurrent_starts));
+  SANDBOX_RETURN_IF_ERROR(r.Read("acquire_timeout_ms", pool.acquire_timeout));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_age_s", pool.max_age));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_runs", pool.max_runs));
+  SANDBOX_RETURN_IF_ERROR(r.Read("zygote_memory_bytes", pool.zygote_memory_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("limits", [&](const json& v, const std::string& p) {
+    return ApplyLimits(v, p, pool.limits);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("max_limits", [&](const json& v, const std::string& p) {
+    return ApplyLimits(v, p, pool.max_limits);
+  }));
+  return r.RejectUnknown();
+}
+
+Status ApplyServer(const json& doc, const std::string& path, ServerConfig& server) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  std::string listen;
+  SANDBOX_RETURN_IF_ERROR(r.Read("listen", listen));
+  if (!listen.empty()) {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) return Invalid(r.Child("listen"), "expected HOST:PORT");
+    server.listen_host = listen.substr(0, colon);
+    try {
+      auto port = std::stoi(listen.substr(colon + 1));
+      if (port < 0 || port > 65535) throw std::out_of_range("port");
+      server.listen_port = static_cast<std::uint16_t>(port);
+    } catch (const std::exception&) {
+      return Invalid(r.Child("listen"), "expected HOST:PORT");
+    }
+  }
+  SANDBOX_RETURN_IF_ERROR(r.Read("token", server.token));
+  SANDBOX_RETURN_IF_ERROR(r.Read("http_threads", server.http_threads));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_body_bytes", server.max_body_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("allowed_origins", server.allowed_origins));
+  SANDBOX_RETURN_IF_ERROR(r.Read("allowed_hosts", server.allowed_hosts));
+  return r.RejectUnknown();
+}
+
+Status ApplyDocker(const json& doc, const std::string& path, DockerConfig& docker) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("host", docker.host));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tls_ca", docker.tls_ca));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tls_cert", docker.tls_cert));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tls_key", docker.tls_key));
+  SANDBOX_RETURN_IF_ERROR(r.Read("call_timeout_ms", docker.call_timeout));
+  return r.RejectUnknown();
+}
+
+Status ApplyOutput(const json& doc, const std::string& path, OutputOptions& output) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_figures", output.max_figures));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_figure_px", output.max_figure_px));
+  SANDBOX_RETURN_IF_ERROR(r.Read("figure_dpi", output.figure_dpi));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_files", output.max_files));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_files_bytes", output.max_files_bytes));
+  return r.RejectUnknown();
+}
+
+Status ApplyPolicy(const json& doc, const std::string& path, PolicyConfig& policy) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("container_seccomp", policy.container_seccomp));
+  SANDBOX_RETURN_IF_ERROR(r.Read("run_seccomp", policy.run_seccomp));
+  return r.RejectUnknown();
+}
+
+Status CheckLimits(const Limits& l, const std::string& path) {
+  if (!(l.timeout_s > 0)) return Invalid(path + ".timeout_s", "must be positive");
+  if (l.memory_bytes < (16LL << 20)) return Invalid(path + ".memory_bytes", "must be at least 16 MiB");
+  if (!(l.cpus > 0)) return Invalid(path + ".cpus", "must be positive");
+  if (l.pids < 8) return Invalid(path + ".pids", "must be at least 8");
+  if (l.nproc < 1) return Invalid(path + ".nproc", "must be positive");
+  if (l.nofile < 16) return Invalid(path + ".nofile", "must be at least 16");
+  if (l.fsize_bytes < 0) return Invalid(path + ".fsize_bytes", "must not be negative");
+  if (l.tmpfs_bytes < (1LL << 20)) return Invalid(path + ".tmpfs_bytes", "must be at least 1 MiB");
+  if (l.output_bytes < 1024) return Invalid(path + ".output_bytes", "must be at least 1024");
+  if (l.cpu_s < 0) return Invalid(path + ".cpu_s", "must not be negative");
+  return OkStatus();
+}
+
+Status CheckWithin(const Limits& l, const Limits& max, const std::string& path) {
+  auto over = [&](const char* field) {
+    return Invalid(path + ".limits." + field, "exceeds max_limits." + std::string(field));
+  };
+  if (l.timeout_s > max.timeout_s) return over("timeout_s");
+  if (l.memory_bytes > max.memory_bytes) return over("memory_bytes");
+  if (l.cpus > max.cpus) return over("cpus");
+  if (l.pids > max.pids) return over("pids");
+  if (l.nproc > max.nproc) return over("nproc");
+  if (l.nofile > max.nofile) return over("nofile");
+  if (l.fsize_bytes > max.fsize_bytes) return over("fsize_bytes");
+  if (l.tmpfs_bytes > max.tmpfs_bytes) return over("tmpfs_bytes");
+  if (l.output_bytes > max.output_bytes) return over("output_bytes");
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string_view PoolModeName(PoolMode mode) {
+  return mode == PoolMode::kRecycle ? "recycle" : "fresh";
+}
+
+Result<Config> ApplyJson(Config base, const json& doc) {
+  ObjectReader r(doc, "");
+  if (!doc.is_object()) return Invalid("(top level)", "expected an object");
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("server", [&](const json& v, const std::string& p) {
+    return ApplyServer(v, p, base.server);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("docker", [&](const json& v, const std::string& p) {
+    return ApplyDocker(v, p, base.docker);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("policy", [&](const json& v, const std::string& p) {
+    return ApplyPolicy(v, p, base.policy);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("output", [&](const json& v, const std::string& p) {
+    return ApplyOutput(v, p, base.output);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("pools", [&](const json& v, const std::string& p) -> Status {
+    if (!v.is_array()) return Invalid(p, "expected an array of pool objects");
+    base.pools.clear();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      PoolConfig pool;
+      SANDBOX_RETURN_IF_ERROR(ApplyPool(v[i], p + "[" + std::to_string(i) + "]", pool));
+      base.pools.push_back(std::move(pool));
+    }
+    return OkStatus();
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.Read("default_pool", base.default_pool));
+  SANDBOX_RETURN_IF_ERROR(r.Read("log_level", base.log_level));
+  SANDBOX_RETURN_IF_ERROR(r.Read("instance_id", base.instance_id));
+  SANDBOX_RETURN_IF_ERROR(r.RejectUnknown());
+  return base;
+}
+
+Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
+                                     const std::map<std::string, std::string>& env) {
+  CommandLine out;
+  std::optional<std::string> listen;
+  std::optional<std::string> config_file;
+  std::optional<std::string> log_level;
+  auto usage = [](const std::string& what) {
+    return Error(ErrorCode::kInvalidArgument, what + " (see --help)");
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> Result<std::string> {
+      if (i + 1 >= argc) return usage(std::string(flag) + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (arg == "--help" || arg == "-h") {
+      out.help = true;
+    } else if (arg == "--version") {
+      out.version = true;
+    } else if (arg == "--stdio") {
+      out.config.server.stdio = true;
+    } else if (arg == "--listen") {
+      auto v = value("--listen");
+      if (!v.ok()) return v.error();
+      listen = *v;
+    } else if (arg == "--config") {
+      auto v = value("--config");
+      if (!v.ok()) return v.error();
+      config_file = *v;
+    } else if (arg == "--log-level") {
+      auto v = value("--log-level");
+      if (!v.ok()) return v.error();
+      log_level = *v;
+    } else {
+      return usage("unknown argument \"" + arg + "\"");
+    }
+  }
+  if (config_file) {
+    std::ifstream in(*config_file);
+    if (!in) {
+      return Error(ErrorCode::kInvalidArgument, "cannot read configuration file " + *config_file);
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+    if (doc.is_discarded()) {
+      return Error(ErrorCode::kInvalidArgument, "configuration file " + *config_file + " is not valid JSON");
+    }
+    auto applied = ApplyJson(std::move(out.config), doc);
+    if (!applied.ok()) return applied.error().WithContext(*config_file);
+    out.config = std::move(*applied);
+  }
+  // The command line and the environment override the file.
+  if (listen) {
+    auto applied = ApplyJson(std::move(out.config), json{{"server", {{"listen", *listen}}}});
+    if (!applied.ok()) return applied.error();
+    out.config = std::move(*applied);
+  }
+  if (log_level) out.config.log_level = *log_level;
+  if (auto it = env.find("SANDBOX_MCP_TOKEN"); it != env.end() && !it->second.empty()) {
+    out.config.server.token = it->second;
+  }
+  return out;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+const PoolConfig* FindPool(const Config& config, const std::string& name) {
+  for (const auto& pool : config.pools) {
+    if (pool.name == name) return &pool;
+  }
+  return nullptr;
+}
+
+Status Validate(const Config& config) {
+  const auto& s = config.server;
+  if (!s.stdio) {
+    if (s.listen_host.empty()) return Invalid("server.listen", "the host is empty");
+    if (!IsLoopbackHost(s.listen_host) && s.token.empty()) {
+      return Invalid("server.token",
+                     "listening on " + s.listen_host +
+                         " (beyond loopback) requires a bearer token: set SANDBOX_MCP_TOKEN");
+    }
+  }
+  if (!s.token.empty() && s.token.size() < 16) {
+    return Invalid("server.token", "must be at least 16 characters");
+  }
+  if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");
+  if (s.max_body_bytes < 1024) return Invalid("server.max_body_bytes", "must be at least 1024");
+  const auto& d = config.docker;
+  if (d.host.rfind("unix://", 0) != 0 && d.host.rfind("tcp://", 0) != 0) {
+    return Invalid("docker.host", "expected unix:///path or tcp://host:port");
+  }
+  bool any_tls = !d.tls_ca.empty() || !d.tls_cert.empty() || !d.tls_key.empty();
+  bool all_tls = !d.tls_ca.empty() && !d.tls_cert.empty() && !d.tls_key.empty();
+  if (any_tls && !all_tls) return Invalid("docker.tls_*", "set tls_ca, tls_cert and tls_key together");
+  if (d.call_timeout.count() <= 0) return Invalid("docker.call_timeout_ms", "must be positive");
+  static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
+  if (!kLevels.contains(config.log_level)) {
+    return Invalid("log_level", "expected one of trace, debug, info, warn, error, off");
+  }
+  if (config.instance_id.empty() || config.instance_id.size() > 63) {
+    return Invalid("instance_id", "must be 1-63 characters");
+  }
+  const auto& o = config.output;
+  if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
+  if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");
+  if (o.figure_dpi < 10 || o.figure_dpi > 600) return Invalid("output.figure_dpi", "must be 10-600");
+  if (o.max_files < 0) return Invalid("output.max_files", "must not be negative");
+  if (o.max_files_bytes < 0) return Invalid("output.max_files_bytes", "must not be negative");
+  if (config.pools.empty()) return Invalid("pools", "at least one pool is required");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < config.pools.size(); ++i) {
+    const auto& p = config.pools[i];
+    std::string path = "pools[" + std::to_string(i) + "]";
+    if (p.name.empty()) return Invalid(path + ".name", "must not be empty");
+    if (!names.insert(p.name).second) return Invalid(path + ".name", "duplicate pool \"" + p.name + "\"");
+    if (p.image.empty()) return Invalid(path + ".image", "must not be empty");
+    if (p.python.empty() || p.python[0] != '/') return Invalid(path + ".python", "must be an absolute path");
+    if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
+    if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
+    if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");
+    if (p.max_concurrent_starts < 1) return Invalid(path + ".max_concurrent_starts", "must be at least 1");
+    if (p.acquire_timeout.count() <= 0) return Invalid(path + ".acquire_timeout_ms", "must be positive");
+    if (p.max_age.count() <= 0) return Invalid(path + ".max_age_s", "must be positive");
+    if (p.max_runs < 1) return Invalid(path + ".max_runs", "must be at least 1");
+    if (p.zygote_memory_bytes < (64LL << 20)) {
+      return Invalid(path + ".zygote_memory_bytes", "must be at least 64 MiB");
+    }
+    SANDBOX_RETURN_IF_ERROR(CheckLimits(p.limits, path + ".limits"));
+    SANDBOX_RETURN_IF_ERROR(CheckLimits(p.max_limits, path + ".max_limits"));
+    SANDBOX_RETURN_IF_ERROR(CheckWithin(p.limits, p.max_limits, path));
+  }
+  if (FindPool(config, config.default_pool) == nullptr) {
+    return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");
+  }
+  return OkStatus();
+}
+
+std::string UsageText() {
+  return R"(usage: sandbox-mcp [--listen HOST:PORT] [--stdio] [--config FILE] [--log-level LEVEL]
+
+Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containers.
+
+  --listen HOST:PORT  HTTP address (default 127.0.0.1:8080); beyond loopback a token is required
+  --stdio             speak MCP over stdin/stdout instead of HTTP
+  --config FILE       JSON configuration (see README, "Configuration")
+  --log-level LEVEL   trace, debug, info (default), warn, error, off
+  --version           print the version and exit
+
+Environment: SANDBOX_MCP_TOKEN  bearer token clients must send (Authorization: Bearer ...)
+)";
+}
+
+}  // namespace sandbox::config

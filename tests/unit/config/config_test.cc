@@ -1,0 +1,126 @@
+#include "sandbox/config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace sandbox::config {
+namespace {
+
+using nlohmann::json;
+
+Result<CommandLine> Parse(std::vector<const char*> args,
+                          std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), "sandbox-mcp");
+  return ParseCommandLine(static_cast<int>(args.size()), args.data(), env);
+}
+
+TEST(ConfigTest, DefaultsAreValidAndLoopback) {
+  auto cl = Parse({});
+  ASSERT_TRUE(cl.ok()) << cl.error().ToString();
+  EXPECT_EQ(cl->config.server.listen_host, "127.0.0.1");
+  EXPECT_EQ(cl->config.server.listen_port, 8080);
+  EXPECT_TRUE(Validate(cl->config).ok());
+  ASSERT_EQ(cl->config.pools.size(), 1u);
+  EXPECT_EQ(cl->config.pools[0].mode, PoolMode::kRecycle);
+  EXPECT_GT(cl->config.pools[0].max_limits.timeout_s, cl->config.pools[0].limits.timeout_s);
+}
+
+TEST(ConfigTest, ListenBeyondLoopbackRequiresToken) {
+  auto cl = Parse({"--listen", "0.0.0.0:9000"});
+  ASSERT_TRUE(cl.ok());
+  auto status = Validate(cl->config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("SANDBOX_MCP_TOKEN"), std::string::npos);
+
+  auto with_token = Parse({"--listen", "0.0.0.0:9000"}, {{"SANDBOX_MCP_TOKEN", "0123456789abcdef"}});
+  ASSERT_TRUE(with_token.ok());
+  EXPECT_EQ(with_token->config.server.listen_port, 9000);
+  EXPECT_TRUE(Validate(with_token->config).ok());
+}
+
+TEST(ConfigTest, BadFlagsAreClearErrors) {
+  auto unknown = Parse({"--frobnicate"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message().find("--frobnicate"), std::string::npos);
+  EXPECT_FALSE(Parse({"--listen"}).ok());
+  EXPECT_FALSE(Parse({"--listen", "nohostport"}).ok());
+  EXPECT_FALSE(Parse({"--listen", "127.0.0.1:99999"}).ok());
+}
+
+TEST(ConfigTest, JsonOverridesAndRejectsTypos) {
+  auto cfg = ApplyJson(Config{}, json::parse(R"({
+    "pools": [{"name": "fast", "mode": "fresh", "min_idle": 1, "limits": {"timeout_s": 5}}],
+    "default_pool": "fast"})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->pools[0].mode, PoolMode::kFresh);
+  EXPECT_DOUBLE_EQ(cfg->pools[0].limits.timeout_s, 5.0);
+  EXPECT_TRUE(Validate(*cfg).ok());
+
+  auto typo = ApplyJson(Config{}, json::parse(R"({"pools": [{"min_idel": 1}]})"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message().find("pools[0].min_idel"), std::string::npos);
+
+  auto wrong_type = ApplyJson(Config{}, json::parse(R"({"server": {"http_threads": "many"}})"));
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_NE(wrong_type.error().message().find("server.http_threads"), std::string::npos);
+
+  auto bad_mode = ApplyJson(Config{}, json::parse(R"({"pools": [{"mode": "warm"}]})"));
+  ASSERT_FALSE(bad_mode.ok());
+  EXPECT_NE(bad_mode.error().message().find("recycle"), std::string::npos);
+}
+
+TEST(ConfigTest, ValidateNamesTheField) {
+  Config c;
+  c.pools[0].min_idle = 10;
+  c.pools[0].max_total = 2;
+  auto s = Validate(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("pools[0].min_idle"), std::string::npos);
+
+  Config over;
+  over.pools[0].limits.timeout_s = over.pools[0].max_limits.timeout_s + 1;
+  auto s2 = Validate(over);
+  ASSERT_FALSE(s2.ok());
+  EXPECT_NE(s2.error().message().find("max_limits.timeout_s"), std::string::npos);
+
+  Config missing_default;
+  missing_default.default_pool = "nope";
+  EXPECT_FALSE(Validate(missing_default).ok());
+
+  Config dup;
+  dup.pools.push_back(dup.pools[0]);
+  EXPECT_FALSE(Validate(dup).ok());
+}
+
+TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
+  std::string path = ::testing::TempDir() + "/sandbox-config-test.json";
+  {
+    std::ofstream out(path);
+    out << R"({"server": {"listen": "127.0.0.1:7000"}, "log_level": "debug"})";
+  }
+  auto cl = Parse({"--config", path.c_str(), "--listen", "127.0.0.1:7001"});
+  ASSERT_TRUE(cl.ok()) << cl.error().ToString();
+  EXPECT_EQ(cl->config.server.listen_port, 7001);
+  EXPECT_EQ(cl->config.log_level, "debug");
+  std::remove(path.c_str());
+
+  auto missing = Parse({"--config", "/nonexistent/sandbox.json"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("/nonexistent/sandbox.json"), std::string::npos);
+}
+
+TEST(ConfigTest, LoopbackDetection) {
+  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("127.1.2.3"));
+  EXPECT_TRUE(IsLoopbackHost("localhost"));
+  EXPECT_TRUE(IsLoopbackHost("::1"));
+  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+}
+
+}  // namespace
+}  // namespace sandbox::config
