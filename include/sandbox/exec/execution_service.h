@@ -1,0 +1,51 @@
+// The seam between the protocol layers (MCP, HTTP API) and the execution engine. The protocol
+// layers depend on this interface only; the engine implements it on top of Docker, and unit
+// tests of the protocol layers use a fake.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/core/result.h"
+#include "sandbox/exec/cancel_token.h"
+#include "sandbox/exec/run_types.h"
+
+namespace sandbox::exec {
+
+// Receives a run's events while it runs. Called from an engine thread, in order, never
+// concurrently for one run; implementations must not block for long (they delay the run's
+// output relay). Output chunks arrive at least every 100 ms while the code writes output.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void OnStarted() {}
+  virtual void OnOutput(Stream /*stream*/, std::string_view /*bytes*/) {}
+  virtual void OnImage(const Image& /*image*/) {}
+  virtual void OnFile(const OutputFile& /*file*/) {}
+};
+
+// What sandbox_info reports: interpreter, packages, limits and pools. Kept as JSON because it
+// is descriptive data the protocol layers pass through.
+struct ServiceInfo {
+  nlohmann::json info;
+};
+
+// Thread-safety: implementations are safe to call from many threads at once.
+class ExecutionService {
+ public:
+  virtual ~ExecutionService() = default;
+
+  // Runs one request to completion. A result with any verdict is a success of this call;
+  // an Error means the request was refused (kInvalidArgument, kBusy when no sandbox could be
+  // had in time, kUnavailable when the engine is down). `cancel` may fire at any moment; the
+  // run then ends within one second with verdict kCancelled.
+  virtual Result<RunResult> Run(const RunRequest& request, RunObserver& observer,
+                                const CancelToken& cancel) = 0;
+
+  virtual Result<ServiceInfo> Info() = 0;
+};
+
+}  // namespace sandbox::exec

@@ -1,0 +1,94 @@
+// The vocabulary of one Python run, shared by the execution engine and the protocol layers
+// (MCP, HTTP). Plain value types; nothing here knows about Docker.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandbox::exec {
+
+// How a run ended. Each is told apart reliably in both pool modes.
+enum class Verdict {
+  kOk,           // exit 0, no uncaught exception
+  kError,        // non-zero exit or an uncaught exception
+  kTimeout,      // killed at its wall-time limit
+  kMemory,       // killed by the memory limit (the cgroup's OOM killer)
+  kOutputLimit,  // killed for writing more than its output limit
+  kCancelled,    // cancelled by the caller
+  kSignal,       // killed by another signal (e.g. SIGSEGV)
+  kInternal,     // the engine or the server failed; the code may not have run
+};
+
+std::string_view VerdictName(Verdict verdict);
+std::optional<Verdict> ParseVerdict(std::string_view name);
+
+enum class Stream { kStdout, kStderr };
+
+// A file placed in the run's working directory before the code starts.
+struct InputFile {
+  std::string path;     // relative, no "..", no absolute paths
+  std::string content;  // raw bytes
+};
+
+// Per-request narrowing of the pool's limits; unset fields keep the pool's default. A value
+// above the pool's max_limits is an invalid-argument error, never silently clamped.
+struct LimitOverrides {
+  std::optional<double> timeout_s;
+  std::optional<std::int64_t> memory_bytes;
+  std::optional<std::int64_t> output_bytes;
+};
+
+struct RunRequest {
+  std::string code;
+  std::vector<InputFile> files;
+  LimitOverrides limits;
+  std::string pool;  // "" = the default pool
+};
+
+struct TracebackFrame {
+  std::string file;
+  int line = 0;
+  std::string function;
+};
+
+struct Traceback {
+  std::string type;
+  std::string message;
+  std::vector<TracebackFrame> frames;  // outermost first; the harness's own frames removed
+};
+
+struct Image {
+  std::string mime_type = "image/png";
+  int width = 0;
+  int height = 0;
+  std::string data;  // raw bytes
+};
+
+struct OutputFile {
+  std::string path;  // relative to the working directory
+  std::int64_t size = 0;
+  std::string mime_type;
+  std::string data;  // raw bytes
+};
+
+struct RunResult {
+  Verdict verdict = Verdict::kInternal;
+  int exit_code = -1;
+  std::optional<int> signal;        // the signal that killed the run, if any
+  std::int64_t duration_ms = 0;     // from the code's start to its end
+  std::string stdout_text;          // raw bytes as written (may be invalid UTF-8)
+  std::string stderr_text;
+  std::optional<std::string> value;  // repr of a final expression, as in a notebook cell
+  std::optional<Traceback> traceback;
+  std::vector<Image> images;
+  std::vector<OutputFile> files;
+  bool output_truncated = false;
+  bool files_truncated = false;
+  std::string detail;  // a human-readable reason for non-ok verdicts
+  std::string pool;    // the pool that served the run
+};
+
+}  // namespace sandbox::exec
