@@ -1,0 +1,50 @@
+// What the warm pool holds: a started sandbox ready for work, and the factory that makes one.
+// The pool knows nothing of Docker; the runner implements these on top of a container and its
+// harness, and unit tests use fakes.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "sandbox/core/result.h"
+
+namespace sandbox::pool {
+
+using Clock = std::chrono::steady_clock;
+
+// Owns one sandbox; destroying it destroys the sandbox (the container is removed), so the
+// pool cannot leak one on any path.
+// Thread-safety: a sandbox is used by one holder at a time (the pool, or the lease holder);
+// Healthy() may be called by the pool's maintenance thread only while it holds the sandbox.
+class PooledSandbox {
+ public:
+  virtual ~PooledSandbox() = default;
+
+  // A cheap liveness check of an idle sandbox (the harness answers a ping, the container runs).
+  // A sandbox that fails it is destroyed and replaced.
+  virtual bool Healthy() = 0;
+
+  // False once the sandbox must not serve again: its zygote died, the protocol broke, or (fresh
+  // mode) it served its one run. The pool destroys such a sandbox when its lease ends.
+  virtual bool Reusable() const = 0;
+
+  // Runs served so far; the pool retires a sandbox at its pool's max_runs.
+  virtual int RunCount() const = 0;
+
+  virtual Clock::time_point CreatedAt() const = 0;
+
+  // For logs and metrics: the container id (short) or another stable name.
+  virtual std::string Name() const = 0;
+};
+
+// Creates and starts sandboxes for one pool. Create() blocks until the sandbox is ready for
+// work (container started, harness loaded, modules preloaded) or fails.
+// Thread-safety: Create() may be called from several threads at once.
+class SandboxFactory {
+ public:
+  virtual ~SandboxFactory() = default;
+  virtual Result<std::unique_ptr<PooledSandbox>> Create() = 0;
+};
+
+}  // namespace sandbox::pool
