@@ -1,0 +1,1916 @@
+"""The in-container harness of sandbox-mcp: a zygote that runs untrusted Python cells.
+
+The server starts a container with a tiny bootstrap (docs/harness-protocol.md, "Bootstrap") that
+reads this file's source from stdin and exec()s it with ``__name__ == "__main__"``. From then on
+the harness speaks length-prefixed frames on the container's stdin/stdout.
+
+Process tree of one run (``isolate`` mode; see the protocol doc, "Isolation"):
+
+    zygote (Z)          preloaded interpreter, non-dumpable, owns the control channel
+     └─ intermediate (I)  unshare(user|mount|pid|ipc), maps, private tmpfs /tmp, caps dropped
+         └─ init (G)        PID 1 of the run's PID namespace: reaps, reports the run's status
+             └─ run (U)       PID 2: waits for the request, then rlimits, seccomp, user code
+
+I, G and U are forked AHEAD of the request; a request only has to cross a pipe.
+
+Standard library and ctypes only; Python >= 3.8. Importing this module has no side effects (the
+unit tests import it to test the pure parts); ``main()`` runs only as the bootstrap's payload or as
+a script.
+"""
+
+import ast
+import base64
+import binascii
+import ctypes
+import hashlib
+import io
+import json
+import linecache
+import mimetypes
+import os
+import selectors
+import signal
+import stat
+import struct
+import sys
+import time
+import traceback
+import types
+
+PROTOCOL_VERSION = 1
+HARNESS_FILE = (lambda: None).__code__.co_filename  # "<harness>" under the bootstrap
+CELL_FILENAME = "<cell>"
+
+KIND_JSON = b"J"
+KIND_STDOUT = b"1"
+KIND_STDERR = b"2"
+MAX_INBOUND_FRAME = 256 << 20  # a server frame larger than this is a protocol error
+OUTPUT_MARKER = "\n[output truncated: limit of {n} bytes reached]\n"
+EX_INTERNAL = 70  # exit status of a run process that failed before or after the user's code
+
+# ---------------------------------------------------------------------------------------------
+# Frames
+
+
+class ProtocolError(Exception):
+    """The server broke the protocol: the harness sends `fatal` and exits non-zero."""
+
+
+class InputError(Exception):
+    """A request's data (files, paths) is unacceptable: the run ends with verdict `error`."""
+
+
+def encode_frame(kind, payload):
+    if len(kind) != 1:
+        raise ValueError("frame kind must be one byte")
+    if len(payload) > 0xFFFFFFFF:
+        raise ValueError("frame payload too large")
+    return struct.pack(">I", len(payload)) + kind + bytes(payload)
+
+
+def _sanitize(obj):
+    """Replaces lone surrogates (not encodable as UTF-8) by a visible escape, recursively."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+            return obj
+        except UnicodeEncodeError:
+            return obj.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(obj, dict):
+        return {_sanitize(k): _sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_sanitize(v) for v in obj]
+    return obj
+
+
+def encode_json(obj):
+    """One JSON object as UTF-8 bytes; always valid UTF-8 (lone surrogates are escaped)."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(_sanitize(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+
+
+def encode_json_frame(obj):
+    return encode_frame(KIND_JSON, encode_json(obj))
+
+
+class FrameDecoder:
+    """Reassembles frames from bytes split at any position."""
+
+    def __init__(self, max_payload=MAX_INBOUND_FRAME, kinds=(KIND_JSON, KIND_STDOUT, KIND_STDERR)):
+        self._buf = bytearray()
+        self._max = max_payload
+        self._kinds = kinds
+
+    def feed(self, data):
+        self._buf += data
+
+    def frames(self):
+        """Pops every complete frame as (kind, payload)."""
+        out = []
+        buf = self._buf
+        while len(buf) >= 5:
+            length = int.from_bytes(buf[:4], "big")
+            kind = bytes(buf[4:5])
+            if kind not in self._kinds:
+                raise ProtocolError("frame of unknown kind %r" % kind)
+            if length > self._max:
+                raise ProtocolError("frame of %d bytes exceeds the limit of %d" % (length, self._max))
+            if len(buf) < 5 + length:
+                break
+            out.append((kind, bytes(buf[5:5 + length])))
+            del buf[:5 + length]
+        return out
+
+    @property
+    def pending(self):
+        return len(self._buf)
+
+
+def decode_message(kind, payload):
+    """A server frame -> its JSON object (a dict with a string "op")."""
+    if kind != KIND_JSON:
+        raise ProtocolError("the server may only send JSON frames, got kind %r" % kind)
+    try:
+        msg = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError("bad JSON in frame: %s" % e)
+    if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
+        raise ProtocolError("a message must be a JSON object with a string \"op\"")
+    return msg
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration and requests
+
+DEFAULT_LIMITS = {
+    "timeout_s": 10.0,
+    "output_bytes": 1 << 20,
+    "cpu_s": 0,  # 0: timeout_s rounded up, plus one second
+    "nproc": 64,
+    "nofile": 256,
+    "fsize_bytes": 16 << 20,
+}
+
+DEFAULT_CONFIG = {
+    "mode": "recycle",
+    "preload": ["numpy", "pandas", "matplotlib"],
+    "warm_plot": True,
+    "seccomp_bpf": None,
+    "isolate": True,
+    "workdir": "/tmp/work",
+    "tmpfs_size_bytes": 64 << 20,
+    "image": {"max_figures": 10, "max_width_px": 2000, "max_height_px": 2000, "dpi": 100},
+    "files_out": {"max_count": 20, "max_total_bytes": 8 << 20},
+    "files_in": {"max_count": 50, "max_total_bytes": 16 << 20},
+    "value_max_chars": 10000,
+    "limits": DEFAULT_LIMITS,
+}
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int_field(obj, key, default, minimum=1, where="config"):
+    v = obj.get(key, default)
+    if not _is_int(v) or v < minimum:
+        raise ProtocolError("%s.%s must be an integer >= %d" % (where, key, minimum))
+    return v
+
+
+def _num_field(obj, key, default, where):
+    v = obj.get(key, default)
+    if not _is_num(v) or not v > 0 or v != v or v == float("inf"):
+        raise ProtocolError("%s.%s must be a positive number" % (where, key))
+    return v
+
+
+def _dict_field(obj, key, where):
+    v = obj.get(key, {})
+    if v is None:
+        v = {}
+    if not isinstance(v, dict):
+        raise ProtocolError("%s.%s must be an object" % (where, key))
+    return v
+
+
+def parse_limits(obj, defaults, where):
+    out = {}
+    out["timeout_s"] = float(_num_field(obj, "timeout_s", defaults["timeout_s"], where))
+    for key in ("output_bytes", "nproc", "nofile", "fsize_bytes"):
+        out[key] = _int_field(obj, key, defaults[key], 1, where)
+    out["cpu_s"] = _int_field(obj, "cpu_s", defaults["cpu_s"], 0, where)
+    if out["cpu_s"] == 0:
+        out["cpu_s"] = int(-(-out["timeout_s"] // 1)) + 1
+    return out
+
+
+def parse_config(msg):
+    """The `config` message -> a complete config dict (defaults filled in). Unknown fields are
+    ignored; wrong types are a ProtocolError."""
+    if msg.get("op") != "config":
+        raise ProtocolError("the first message must be {\"op\":\"config\"}, got %r" % msg.get("op"))
+    cfg = {}
+    mode = msg.get("mode", "recycle")
+    if mode not in ("recycle", "fresh"):
+        raise ProtocolError("config.mode must be \"recycle\" or \"fresh\"")
+    cfg["mode"] = mode
+    preload = msg.get("preload", DEFAULT_CONFIG["preload"])
+    if preload is None:
+        preload = []
+    if not isinstance(preload, list) or not all(isinstance(m, str) and m for m in preload):
+        raise ProtocolError("config.preload must be a list of module names")
+    cfg["preload"] = preload
+    warm = msg.get("warm_plot", True)
+    if not isinstance(warm, bool):
+        raise ProtocolError("config.warm_plot must be a boolean")
+    cfg["warm_plot"] = warm
+    cfg["seccomp_bpf"] = parse_bpf(msg.get("seccomp_bpf"))
+    isolate = msg.get("isolate", True)
+    if isolate not in (True, False, "auto"):
+        raise ProtocolError("config.isolate must be true, false or \"auto\"")
+    cfg["isolate"] = isolate
+    workdir = msg.get("workdir", DEFAULT_CONFIG["workdir"])
+    if (not isinstance(workdir, str) or not workdir.startswith("/")
+            or os.path.normpath(workdir) != workdir or workdir in ("/", "/tmp")
+            or "\x00" in workdir):
+        raise ProtocolError("config.workdir must be a normalized absolute path other than / and /tmp")
+    cfg["workdir"] = workdir
+    cfg["tmpfs_size_bytes"] = _int_field(msg, "tmpfs_size_bytes", DEFAULT_CONFIG["tmpfs_size_bytes"],
+                                         1 << 20)
+    image = _dict_field(msg, "image", "config")
+    dimage = DEFAULT_CONFIG["image"]
+    cfg["image"] = {
+        "max_figures": _int_field(image, "max_figures", dimage["max_figures"], 0, "config.image"),
+        "max_width_px": _int_field(image, "max_width_px", dimage["max_width_px"], 1, "config.image"),
+        "max_height_px": _int_field(image, "max_height_px", dimage["max_height_px"], 1,
+                                    "config.image"),
+        "dpi": float(_num_field(image, "dpi", dimage["dpi"], "config.image")),
+    }
+    for key in ("files_out", "files_in"):
+        d = _dict_field(msg, key, "config")
+        dd = DEFAULT_CONFIG[key]
+        cfg[key] = {
+            "max_count": _int_field(d, "max_count", dd["max_count"], 0, "config." + key),
+            "max_total_bytes": _int_field(d, "max_total_bytes", dd["max_total_bytes"], 0,
+                                          "config." + key),
+        }
+    cfg["value_max_chars"] = _int_field(msg, "value_max_chars", DEFAULT_CONFIG["value_max_chars"], 16)
+    cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), DEFAULT_LIMITS, "config.limits")
+    return cfg
+
+
+def parse_bpf(value):
+    """config.seccomp_bpf (base64 of struct sock_filter[]) -> raw bytes, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError("config.seccomp_bpf must be a base64 string or null")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ProtocolError("config.seccomp_bpf is not valid base64: %s" % e)
+    if not raw or len(raw) % 8 != 0 or len(raw) // 8 > 4096:
+        raise ProtocolError("config.seccomp_bpf must hold 1..4096 sock_filter entries (8 bytes each), "
+                            "got %d bytes" % len(raw))
+    return raw
+
+
+def parse_run(msg, cfg):
+    """A `run` message -> a run dict. Structural errors are a ProtocolError; the files are checked
+    separately by validate_input_files (their errors belong to the run, not the protocol)."""
+    rid = msg.get("id")
+    if not isinstance(rid, str) or not rid or len(rid) > 256:
+        raise ProtocolError("run.id must be a non-empty string of at most 256 characters")
+    code = msg.get("code")
+    if not isinstance(code, str):
+        raise ProtocolError("run.code must be a string")
+    argv = msg.get("argv", [])
+    if argv is None:
+        argv = []
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ProtocolError("run.argv must be a list of strings")
+    files = msg.get("files", [])
+    if files is None:
+        files = []
+    if not isinstance(files, list):
+        raise ProtocolError("run.files must be a list")
+    limits = parse_limits(_dict_field(msg, "limits", "run"), cfg["limits"], "run.limits")
+    return {"id": rid, "code": code, "argv": argv, "files": files, "limits": limits}
+
+
+def validate_rel_path(path):
+    """A request/result file path -> its normalized relative form; InputError if it could leave the
+    work dir (absolute, `..`, NUL) or is empty or too long."""
+    if not isinstance(path, str) or not path:
+        raise InputError("file path must be a non-empty string")
+    if "\x00" in path:
+        raise InputError("file path %r contains a NUL byte" % path)
+    if path.startswith("/"):
+        raise InputError("file path %r is absolute; only paths relative to the work dir are allowed"
+                         % path)
+    if len(path.encode("utf-8", "surrogateescape")) > 1024:
+        raise InputError("file path %r is longer than 1024 bytes" % path[:64])
+    parts = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            raise InputError("file path %r contains '..'" % path)
+        if len(part.encode("utf-8", "surrogateescape")) > 255:
+            raise InputError("file path %r has a component longer than 255 bytes" % path[:64])
+        parts.append(part)
+    if not parts:
+        raise InputError("file path %r names no file" % path)
+    return "/".join(parts)
+
+
+def validate_input_files(files, max_count, max_total_bytes):
+    """run.files -> [(normalized path, bytes)]; InputError on any bad entry."""
+    if len(files) > max_count:
+        raise InputError("%d input files exceed the limit of %d" % (len(files), max_count))
+    out = []
+    seen = set()
+    total = 0
+    for i, f in enumerate(files):
+        if not isinstance(f, dict):
+            raise InputError("files[%d] must be an object {path, content_b64}" % i)
+        path = validate_rel_path(f.get("path"))
+        b64 = f.get("content_b64", "")
+        if not isinstance(b64, str):
+            raise InputError("files[%d].content_b64 must be a string" % i)
+        if len(b64) // 4 * 3 > max_total_bytes - total + 3:
+            raise InputError("input files exceed the limit of %d bytes in total" % max_total_bytes)
+        try:
+            data = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise InputError("files[%d].content_b64 is not valid base64" % i)
+        total += len(data)
+        if total > max_total_bytes:
+            raise InputError("input files exceed the limit of %d bytes in total" % max_total_bytes)
+        if path in seen:
+            raise InputError("file path %r is given twice" % path)
+        for other in seen:
+            if other.startswith(path + "/") or path.startswith(other + "/"):
+                raise InputError("file paths %r and %r conflict (one is a directory of the other)"
+                                 % (other, path))
+        seen.add(path)
+        out.append((path, data))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Cells: final expression, tracebacks, SystemExit
+
+
+def split_cell(source, filename=CELL_FILENAME):
+    """Compiles a cell. If its last statement is an expression, it is compiled separately (eval
+    mode) so its value can be shown, as in a notebook. Returns (body_code, expr_code_or_None);
+    raises SyntaxError."""
+    tree = ast.parse(source, filename, "exec")
+    expr = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+        expr = compile(ast.Expression(last.value), filename, "eval", dont_inherit=True)
+    body = compile(tree, filename, "exec", dont_inherit=True)
+    return body, expr
+
+
+def register_source(source, filename=CELL_FILENAME):
+    """Lets linecache (hence tracebacks) show the cell's lines."""
+    lines = source.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(source), None, lines, filename)
+
+
+def format_value(value, max_chars):
+    """repr() of a cell's final value, bounded; None for None (nothing to show)."""
+    if value is None:
+        return None
+    try:
+        text = repr(value)
+    except BaseException as e:  # noqa: B902 - a user's __repr__ may raise anything
+        text = "<repr() failed: %s: %s>" % (type(e).__name__, _safe_str(e))
+    if not isinstance(text, str):
+        text = str(text)
+    if len(text) > max_chars:
+        text = text[:max_chars] + "... [%d more characters]" % (len(text) - max_chars)
+    return text
+
+
+def _safe_str(exc):
+    try:
+        return str(exc)
+    except BaseException:  # noqa: B902
+        return "<str() of the exception failed>"
+
+
+def exception_type_name(exc_type):
+    """The name Python's traceback printer uses: qualname, prefixed by the module unless it is
+    builtins or __main__."""
+    mod = getattr(exc_type, "__module__", None)
+    name = getattr(exc_type, "__qualname__", None) or getattr(exc_type, "__name__", "?")
+    if mod not in (None, "builtins", "__main__"):
+        return "%s.%s" % (mod, name)
+    return name
+
+
+def user_frames(frames, drop_files=(HARNESS_FILE,)):
+    """Removes the harness's own frames from a list of FrameSummary (or dicts with "file")."""
+    out = []
+    for f in frames:
+        name = f["file"] if isinstance(f, dict) else f.filename
+        if name not in drop_files:
+            out.append(f)
+    return out
+
+
+def structured_traceback(exc, drop_files=(HARNESS_FILE,)):
+    """An exception -> {type, message, frames:[{file, line, function}]}, harness frames removed."""
+    frames = []
+    for f in user_frames(traceback.extract_tb(exc.__traceback__), drop_files):
+        frames.append({"file": f.filename, "line": f.lineno, "function": f.name})
+    return {"type": exception_type_name(type(exc)), "message": _safe_str(exc), "frames": frames}
+
+
+def _trim_te(te, drop_files, seen):
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list(user_frames(list(te.stack), drop_files))
+    _trim_te(getattr(te, "__cause__", None), drop_files, seen)
+    _trim_te(getattr(te, "__context__", None), drop_files, seen)
+    for sub in getattr(te, "exceptions", None) or ():
+        _trim_te(sub, drop_files, seen)
+
+
+def format_exception_trimmed(exc, drop_files=(HARNESS_FILE,)):
+    """The text Python prints for an uncaught exception, without the harness's frames."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    _trim_te(te, drop_files, set())
+    return "".join(te.format())
+
+
+def system_exit_status(exc):
+    """SystemExit -> (exit status, text to print on stderr or None), as the interpreter does."""
+    code = exc.code
+    if code is None:
+        return 0, None
+    if _is_int(code) or isinstance(code, bool):
+        return int(code) & 0xFF, None
+    return 1, _safe_str(code)
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+
+
+def fit_dpi(width_in, height_in, dpi, max_width_px, max_height_px):
+    """The dpi to render a figure at: the configured one, lowered so that the image fits."""
+    eff = float(dpi)
+    if width_in > 0:
+        eff = min(eff, max_width_px / float(width_in))
+    if height_in > 0:
+        eff = min(eff, max_height_px / float(height_in))
+    return max(eff, 1e-3)
+
+
+def png_size(data):
+    """(width, height) from a PNG's IHDR chunk, or None."""
+    if len(data) < 24 or data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", data[16:24])
+
+
+class FigureBudget:
+    """Counts captured figures against image.max_figures."""
+
+    def __init__(self, max_figures):
+        self.max_figures = max_figures
+        self.count = 0
+        self.truncated = False
+
+    def take(self):
+        if self.count >= self.max_figures:
+            self.truncated = True
+            return False
+        self.count += 1
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Output and file budgets
+
+
+def apply_output_limit(used, limit, data):
+    """How much of `data` may still be relayed: (bytes to send, limit_reached)."""
+    remaining = limit - used
+    if len(data) <= remaining:
+        return data, False
+    return data[:max(remaining, 0)], True
+
+
+def plan_files_out(candidates, max_count, max_total_bytes):
+    """candidates: [(path, size, unchanged_input)] in order. Returns (paths to send, truncated).
+    Unchanged input files are skipped silently; files that do not fit are skipped and set
+    truncated (later, smaller files may still fit)."""
+    chosen = []
+    total = 0
+    truncated = False
+    for path, size, unchanged in candidates:
+        if unchanged:
+            continue
+        if len(chosen) >= max_count or total + size > max_total_bytes:
+            truncated = True
+            continue
+        chosen.append(path)
+        total += size
+    return chosen, truncated
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts
+
+
+def parse_counters(text):
+    """'key value' lines (memory.oom_control, memory.events) -> {key: int}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            try:
+                out[parts[0]] = int(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def read_memory_counters(root="/sys/fs/cgroup"):
+    """The container cgroup's OOM-kill count and limit-hit count; None where not visible.
+    cgroup v1: memory/memory.oom_control `oom_kill`, memory/memory.failcnt.
+    cgroup v2: memory.events `oom_kill` and `max`."""
+
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    v1 = read(os.path.join(root, "memory", "memory.oom_control"))
+    if v1 is not None:
+        fail = read(os.path.join(root, "memory", "memory.failcnt"))
+        try:
+            hits = int(fail) if fail is not None else None
+        except ValueError:
+            hits = None
+        return {"oom_kill": parse_counters(v1).get("oom_kill"), "limit_hits": hits}
+    v2 = read(os.path.join(root, "memory.events"))
+    if v2 is not None:
+        c = parse_counters(v2)
+        return {"oom_kill": c.get("oom_kill"), "limit_hits": c.get("max")}
+    return {"oom_kill": None, "limit_hits": None}
+
+
+def counter_delta(before, after, key):
+    a, b = before.get(key), after.get(key)
+    if a is None or b is None:
+        return 0
+    return max(b - a, 0)
+
+
+def _signame(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "signal %d" % sig
+
+
+def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, oom_kills=0,
+                   limit_hits=0, cpu_ms=None, limits=None):
+    """The done event's verdict. Returns (verdict, exit_code, signal, detail).
+
+    kill_reason: what the zygote killed the run for ("cancel", "output_limit", "timeout",
+    "result_limit") or None; internal: a harness failure reported for the run; ustatus: the run
+    process's raw wait status (from the PID-1 init), gstatus: the init's own raw wait status;
+    oom_kills / limit_hits: growth of the cgroup's counters during the run."""
+    limits = limits or {}
+    if kill_reason == "cancel":
+        return "cancelled", None, signal.SIGKILL, "cancelled by request"
+    if kill_reason == "output_limit":
+        return ("output_limit", None, signal.SIGKILL,
+                "output exceeded the limit of %d bytes" % limits.get("output_bytes", 0))
+    if kill_reason == "timeout":
+        return ("timeout", None, signal.SIGKILL,
+                "wall-clock limit of %g s reached" % limits.get("timeout_s", 0))
+    if kill_reason == "result_limit":
+        return "internal", None, signal.SIGKILL, "the run sent more result data than its limits allow"
+    if kill_reason is not None:
+        return "internal", None, None, "killed: %s" % kill_reason
+    status = ustatus
+    if status is None and gstatus is not None and os.WIFSIGNALED(gstatus):
+        status = gstatus  # the run's init itself was killed (e.g. by the OOM killer)
+    if status is None:
+        if oom_kills > 0:
+            return "memory", None, None, "out of memory: the OOM killer ended the run"
+        return "internal", None, None, internal or "the run ended without reporting a status"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if oom_kills > 0 or (sig == signal.SIGKILL and limit_hits > 0):
+            return "memory", None, sig, "out of memory: the OOM killer ended the run"
+        cpu_s = limits.get("cpu_s")
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s and cpu_ms is not None
+                                      and cpu_ms >= cpu_s * 1000):
+            return "timeout", None, sig, "CPU-time limit of %d s reached" % cpu_s
+        return "signal", None, sig, "killed by signal %d (%s)" % (sig, _signame(sig))
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    if oom_kills > 0:
+        return "memory", code, None, "out of memory: the OOM killer killed a process of the run"
+    if internal:
+        return "internal", code, None, internal
+    if code != 0:
+        return "error", code, None, "exit status %s" % code
+    return "ok", 0, None, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel interfaces (ctypes)
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_CAPBSET_READ = 23
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class Kernel:
+    """The few system calls the standard library lacks, through libc."""
+
+    def __init__(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                               ctypes.c_ulong]
+        libc.prctl.restype = ctypes.c_int
+        libc.unshare.argtypes = [ctypes.c_int]
+        libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                               ctypes.c_char_p]
+        libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.libc = libc
+
+    @staticmethod
+    def _check(rc, what):
+        if rc != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+        return rc
+
+    def prctl(self, option, a2=0, a3=0, a4=0, a5=0, what="prctl"):
+        return self._check(self.libc.prctl(option, a2, a3, a4, a5), what)
+
+    def unshare(self, flags):
+        self._check(self.libc.unshare(flags), "unshare")
+
+    def mount(self, source, target, fstype, flags, data):
+        enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+        self._check(self.libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
+                    "mount %s" % target)
+
+    def drop_capabilities(self):
+        """Empties the bounding, ambient, effective, permitted and inheritable sets."""
+        try:
+            with open("/proc/sys/kernel/cap_last_cap") as f:
+                last = int(f.read())
+        except (OSError, ValueError):
+            last = 63
+        for cap in range(last + 1):
+            if self.libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
+                self.prctl(PR_CAPBSET_DROP, cap, what="PR_CAPBSET_DROP %d" % cap)
+        self.libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on old kernels
+        hdr = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+        data = (_CapData * 2)()
+        self._check(self.libc.capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
+
+    def install_seccomp(self, bpf):
+        buf = ctypes.create_string_buffer(bpf, len(bpf))
+        prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        self.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
+        self.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog),
+                   what="PR_SET_SECCOMP")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small OS helpers
+
+
+def log(message):
+    """Harness diagnostics: the container's stderr, never the frame channel."""
+    try:
+        os.write(2, ("harness[%d]: %s\n" % (os.getpid(), message)).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def write_file(path, text):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        write_all(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def close_fds_except(keep):
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(1024))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def remove_tree_contents(path, keep=()):
+    """Deletes everything in `path` except the names in `keep`, fixing permissions on the way."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        if name in keep:
+            continue
+        full = os.path.join(path, name)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                os.chmod(full, 0o700)
+            except OSError:
+                pass
+            remove_tree_contents(full)
+            try:
+                os.rmdir(full)
+            except OSError:
+                pass
+        else:
+            try:
+                os.unlink(full)
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The run side: intermediate (I), init (G) and run process (U)
+
+
+class ChildSpec:
+    """What a forked child needs: config, pipe ends, and the isolation mode."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _send_record(fd, obj):
+    write_all(fd, encode_json_frame(obj))
+
+
+def _intermediate(spec):
+    """I: isolates (namespaces, mounts, caps), forks the init G, reports G's pid and fate."""
+    st_w = spec.st_w
+    try:
+        k = spec.kernel
+        k.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != spec.zygote_pid:
+            os._exit(0)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        close_fds_except({0, 1, 2, st_w, spec.req_r, spec.out_w, spec.err_w, spec.res_w})
+        # The zygote is non-dumpable, so its fork's /proc/self files belong to root: become
+        # dumpable while writing them (oom_score_adj, uid_map), non-dumpable again below.
+        k.prctl(PR_SET_DUMPABLE, 1, what="PR_SET_DUMPABLE")
+        write_file("/proc/self/oom_score_adj", "1000")
+        if spec.isolate:
+            _isolate(spec)
+        k.drop_capabilities()
+        k.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
+        k.prctl(PR_SET_DUMPABLE, 0, what="PR_SET_DUMPABLE")
+        gpid = os.fork()
+        if gpid == 0:
+            _init(spec)
+        _send_record(st_w, {"t": "pid", "pid": gpid})
+        for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
+            os.close(fd)
+        _, status = os.waitpid(gpid, 0)
+        _send_record(st_w, {"t": "gstatus", "status": status})
+        os._exit(0)
+    except BaseException as e:  # noqa: B902 - report anything, then die
+        try:
+            _send_record(st_w, {"t": "setup_error", "message": "%s: %s" % (type(e).__name__, e)})
+        except BaseException:  # noqa: B902
+            pass
+        os._exit(1)
+
+
+def _isolate(spec):
+    """Fresh user, mount, PID and IPC namespaces; a private tmpfs on /tmp (and the work dir)."""
+    k = spec.kernel
+    uid, gid = os.getuid(), os.getgid()
+    k.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
+    write_file("/proc/self/setgroups", "deny")
+    write_file("/proc/self/uid_map", "%d %d 1" % (uid, uid))
+    write_file("/proc/self/gid_map", "%d %d 1" % (gid, gid))
+    k.mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    opts = "size=%d,mode=0700" % spec.cfg["tmpfs_size_bytes"]
+    k.mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    workdir = spec.cfg["workdir"]
+    if not workdir.startswith("/tmp/"):
+        k.mount("tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    _seed_tmp(spec)
+
+
+def _seed_tmp(spec):
+    """Creates the work dir and restores the matplotlib config dir in a fresh /tmp."""
+    os.makedirs(spec.cfg["workdir"], mode=0o700, exist_ok=True)
+    if spec.mpl_seed:
+        d, files = spec.mpl_seed
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        for name, data in files.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+
+
+def _init(spec):
+    """G: PID 1 of the run's namespace. Forks the run process U, reaps, reports U's status.
+    When G exits the kernel kills whatever is left in the namespace."""
+    try:
+        spec.kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if not spec.isolate:
+            os.setsid()
+        upid = os.fork()
+        if upid == 0:
+            _run_process(spec)
+        for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
+            os.close(fd)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+                    signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_IGN)
+        status, usage = None, None
+        while True:
+            try:
+                pid, st, ru = os.wait4(-1, 0)
+            except ChildProcessError:
+                break
+            if pid == upid:
+                status, usage = st, ru
+                break
+        rec = {"t": "ustatus", "status": status}
+        if usage is not None:
+            rec["cpu_ms"] = int((usage.ru_utime + usage.ru_stime) * 1000)
+            rec["max_rss_kb"] = int(usage.ru_maxrss)
+        _send_record(spec.st_w, rec)
+    finally:
+        os._exit(0)
+
+
+def _run_process(spec):
+    """U: waits for the request, then runs it. Never returns."""
+    code = EX_INTERNAL
+    res_w = spec.res_w
+    try:
+        spec.kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(spec.out_w, 1)
+        os.dup2(spec.err_w, 2)
+        close_fds_except({0, 1, 2, spec.req_r, res_w})
+        raw = read_all(spec.req_r)
+        os.close(spec.req_r)
+        if not raw:
+            os._exit(0)  # the zygote discarded this prepared child
+        code = _run_request(json.loads(raw.decode("utf-8")), spec)
+    except BaseException as e:  # noqa: B902
+        try:
+            _send_record(res_w, {"t": "internal", "message": "%s: %s" % (type(e).__name__, e)})
+        except BaseException:  # noqa: B902
+            pass
+    finally:
+        os._exit(code)
+
+
+def _set_rlimit(resource_mod, res, soft, hard=None):
+    cur_soft, cur_hard = resource_mod.getrlimit(res)
+    hard = soft if hard is None else hard
+    if cur_hard != resource_mod.RLIM_INFINITY:
+        hard = min(hard, cur_hard)
+        soft = min(soft, hard)
+    resource_mod.setrlimit(res, (soft, hard))
+
+
+def _apply_rlimits(limits):
+    import resource
+    _set_rlimit(resource, resource.RLIMIT_CPU, limits["cpu_s"], limits["cpu_s"] + 1)
+    _set_rlimit(resource, resource.RLIMIT_NPROC, limits["nproc"])
+    _set_rlimit(resource, resource.RLIMIT_NOFILE, limits["nofile"])
+    _set_rlimit(resource, resource.RLIMIT_FSIZE, limits["fsize_bytes"])
+    _set_rlimit(resource, resource.RLIMIT_CORE, 0)
+
+
+class _ResultSender:
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, obj):
+        _send_record(self.fd, obj)
+
+
+def _fresh_stdio():
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
+        errors="surrogateescape")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="surrogateescape",
+        write_through=True)
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+        write_through=True)
+
+
+def _flush_stdio():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: B902 - the user may have replaced or closed them
+            pass
+
+
+class _FigureCapture:
+    """Turns open matplotlib figures into image records (plt.show() and the end of the cell)."""
+
+    def __init__(self, sender, image_cfg):
+        self.sender = sender
+        self.cfg = image_cfg
+        self.budget = FigureBudget(image_cfg["max_figures"])
+        self.too_large = False
+
+    @property
+    def truncated(self):
+        return self.budget.truncated or self.too_large
+
+    def install(self):
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:
+            self._patch(plt)
+        else:
+            sys.meta_path.insert(0, _PyplotImportHook(self._patch))
+
+    def _patch(self, plt):
+        capture = self
+
+        def show(*args, **kwargs):
+            """Sandbox: captures every open figure as a PNG image and closes it."""
+            capture.capture_all()
+
+        plt.show = show
+
+    def capture_all(self):
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        for num in list(plt.get_fignums()):
+            fig = plt.figure(num)
+            try:
+                if self.budget.take():
+                    self._render(fig)
+            except Exception as e:
+                sys.stderr.write("[sandbox] figure %s could not be rendered: %s: %s\n"
+                                 % (num, type(e).__name__, e))
+            finally:
+                plt.close(fig)
+
+    def _render(self, fig):
+        w_in, h_in = fig.get_size_inches()
+        dpi = fit_dpi(w_in, h_in, self.cfg["dpi"], self.cfg["max_width_px"],
+                      self.cfg["max_height_px"])
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi)
+        data = buf.getvalue()
+        size = png_size(data)
+        if size is None or size[0] > self.cfg["max_width_px"] or size[1] > self.cfg["max_height_px"]:
+            self.too_large = True
+            return
+        self.sender.send({"t": "image", "mime_type": "image/png", "width": size[0],
+                          "height": size[1], "data_b64": base64.b64encode(data).decode("ascii")})
+
+
+class _PyplotImportHook:
+    """Patches matplotlib.pyplot.show when the cell imports pyplot (if it was not preloaded)."""
+
+    def __init__(self, patch):
+        self.patch = patch
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, patch = spec.loader, self.patch
+
+        class Loader:
+            def create_module(self, s):
+                return loader.create_module(s)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                patch(module)
+
+        spec.loader = Loader()
+        return spec
+
+
+def _write_inputs(files):
+    """Writes the request's files under the cwd; returns {path: sha256}."""
+    hashes = {}
+    for path, data in files:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, mode=0o755, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        hashes[path] = hashlib.sha256(data).hexdigest()
+    return hashes
+
+
+def _sha256_file(path, limit):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                break
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _collect_files(workdir, input_hashes, files_cfg, sender):
+    """Sends the files the run left in the work dir; returns files_truncated."""
+    candidates = []
+    for root, dirs, names in os.walk(workdir):
+        dirs.sort()
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, workdir)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            unchanged = False
+            if rel in input_hashes:
+                try:
+                    unchanged = _sha256_file(full, st.st_size) == input_hashes[rel]
+                except OSError:
+                    pass
+            candidates.append((rel, st.st_size, unchanged))
+    chosen, truncated = plan_files_out(candidates, files_cfg["max_count"],
+                                       files_cfg["max_total_bytes"])
+    sizes = {path: size for path, size, _ in candidates}
+    for rel in chosen:
+        try:
+            with open(os.path.join(workdir, rel), "rb") as f:
+                data = f.read(sizes[rel])
+        except OSError:
+            continue
+        mime = mimetypes.guess_type(rel)[0] or "application/octet-stream"
+        sender.send({"t": "file", "path": rel, "size": len(data), "mime_type": mime,
+                     "data_b64": base64.b64encode(data).decode("ascii")})
+    return truncated
+
+
+def _run_cell(source, namespace, value_max_chars):
+    """Runs the cell. Returns (exit status, value repr or None, structured traceback or None)."""
+    register_source(source)
+    try:
+        body, expr = split_cell(source)
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
+        sys.stderr.write(format_exception_trimmed(e))
+        return 1, None, structured_traceback(e)
+    try:
+        exec(body, namespace)
+        value = None
+        if expr is not None:
+            value = format_value(eval(expr, namespace), value_max_chars)
+        return 0, value, None
+    except SystemExit as e:
+        status, text = system_exit_status(e)
+        if text is not None:
+            sys.stderr.write(text + "\n")
+        return status, None, None
+    except BaseException as e:  # noqa: B902 - exactly what the interpreter would report
+        try:
+            sys.stderr.write(format_exception_trimmed(e))
+        except BaseException:  # noqa: B902
+            pass
+        return 1, None, structured_traceback(e)
+
+
+def _interpreter_shutdown():
+    """What the interpreter does after __main__: join non-daemon threads, run atexit."""
+    try:
+        import threading
+        if hasattr(threading, "_shutdown"):
+            threading._shutdown()
+    except BaseException:  # noqa: B902
+        pass
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: B902
+        pass
+
+
+def _run_request(req, spec):
+    """U, after the request arrived: files, limits, seccomp, the cell, figures, files out."""
+    cfg = spec.cfg
+    sender = _ResultSender(spec.res_w)
+    workdir = cfg["workdir"]
+    os.chdir(workdir)
+    files = [(validate_rel_path(f["path"]), base64.b64decode(f["content_b64"]))
+             for f in req.get("files", [])]
+    input_hashes = _write_inputs(files)
+    _fresh_stdio()
+    sys.argv = [CELL_FILENAME] + list(req.get("argv", []))
+    sys.path.insert(0, workdir)
+    main_mod = types.ModuleType("__main__")
+    main_mod.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = main_mod
+    capture = _FigureCapture(sender, cfg["image"])
+    capture.install()
+    _apply_rlimits(req["limits"])
+    spec.kernel.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
+    if cfg["seccomp_bpf"] is not None:
+        spec.kernel.install_seccomp(cfg["seccomp_bpf"])
+    # -- nothing but the user's code and the collection of its results after this point --
+    sender.send({"t": "started"})
+    status, value, tb = _run_cell(req["code"], main_mod.__dict__, cfg["value_max_chars"])
+    _interpreter_shutdown()
+    _flush_stdio()
+    try:
+        capture.capture_all()
+    except BaseException as e:  # noqa: B902
+        sys.stderr.write("[sandbox] figures could not be captured: %s\n" % e)
+    _flush_stdio()
+    files_truncated = _collect_files(workdir, input_hashes, cfg["files_out"], sender)
+    sender.send({"t": "result", "value": value, "traceback": tb,
+                 "files_truncated": files_truncated, "images_truncated": capture.truncated})
+    return status
+
+
+# ---------------------------------------------------------------------------------------------
+# The zygote
+
+
+class Channel:
+    """The control channel: frames on the container's stdin/stdout, moved to close-on-exec fds
+    so that fds 0 and 1 of the zygote (and of everything it forks) are /dev/null."""
+
+    def __init__(self):
+        pending = b""
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is not None:
+            pending = _drain_buffered(stdin)
+        _KEEP_ALIVE.extend([sys.stdin, sys.stdout, sys.__stdin__, sys.__stdout__])
+        self.in_fd = os.dup(0)  # os.dup makes non-inheritable (O_CLOEXEC) descriptors
+        self.out_fd = os.dup(1)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+        self.decoder = FrameDecoder()
+        self.decoder.feed(pending)
+        self.queue = []
+        self.eof = False
+        self._parse()
+
+    def _parse(self):
+        for kind, payload in self.decoder.frames():
+            self.queue.append(decode_message(kind, payload))
+
+    def on_readable(self):
+        data = os.read(self.in_fd, 1 << 16)
+        if not data:
+            self.eof = True
+            if self.decoder.pending:
+                raise ProtocolError("the control stream ended inside a frame")
+            return
+        self.decoder.feed(data)
+        self._parse()
+
+    def next_message(self, timeout=None):
+        """Blocks for the next message; None at EOF or after the timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.queue and not self.eof:
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+            import select
+            r, _, _ = select.select([self.in_fd], [], [], wait)
+            if not r:
+                return None
+            self.on_readable()
+        return self.queue.pop(0) if self.queue else None
+
+    def send(self, obj):
+        write_all(self.out_fd, encode_json_frame(obj))
+
+    def send_output(self, kind, data):
+        if data:
+            write_all(self.out_fd, encode_frame(kind, data))
+
+
+_KEEP_ALIVE = []  # stdio objects of fds the zygote re-points: never let GC close them
+
+
+def _drain_buffered(reader):
+    """Bytes the bootstrap's buffered reader already holds beyond the harness source."""
+    out = []
+    os.set_blocking(0, False)
+    try:
+        while True:
+            try:
+                chunk = reader.read1(1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            out.append(chunk)
+    finally:
+        os.set_blocking(0, True)
+    return b"".join(out)
+
+
+class Prepared:
+    """A forked, isolated child waiting for its request."""
+
+    def __init__(self, ipid, req_w, out_r, err_r, res_r, st_r):
+        self.ipid = ipid
+        self.gpid = None
+        self.req_w, self.out_r, self.err_r, self.res_r, self.st_r = req_w, out_r, err_r, res_r, st_r
+        self.st_decoder = FrameDecoder(max_payload=1 << 16, kinds=(KIND_JSON,))
+        self.reaped = False
+
+    def fds(self):
+        return [fd for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.st_r)
+                if fd is not None]
+
+
+class RunState:
+    def __init__(self, rid, limits):
+        self.rid = rid
+        self.limits = limits
+        self.kill_reason = None
+        self.kill_time = None
+        self.internal = None
+        self.out_bytes = 0
+        self.output_cut = False
+        self.result_bytes = 0
+        self.ustatus = None
+        self.gstatus = None
+        self.cpu_ms = None
+        self.max_rss_kb = None
+        self.started = False
+        self.result = {}
+        self.images = 0
+        self.images_truncated = False
+        self.files = 0
+        self.file_bytes = 0
+        self.files_truncated = False
+
+
+class Zygote:
+    def __init__(self, channel, cfg):
+        self.chan = channel
+        self.cfg = cfg
+        self.kernel = Kernel()
+        self.errors = []
+        self.preloaded = []
+        self.isolate = cfg["isolate"] is not False  # may turn False in "auto" mode
+        self.run_count = 0
+        self.prepared = None
+        self.exit_requested = False
+        self.pid = os.getpid()
+        self.in_container = self.pid == 1 or os.getppid() == 1
+        self.tmp_keep = set()
+        self.mpl_seed = None
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def preload(self):
+        os.environ.setdefault("MPLBACKEND", "Agg")
+        import importlib
+        for name in self.cfg["preload"]:
+            try:
+                importlib.import_module(name)
+                if name == "matplotlib":
+                    importlib.import_module("matplotlib.pyplot")
+                self.preloaded.append(name)
+            except (Exception, SystemExit) as e:
+                self.errors.append("preload %s: %s: %s" % (name, type(e).__name__, e))
+        if self.cfg["warm_plot"]:
+            try:
+                import matplotlib.pyplot as plt
+                fig = plt.figure()
+                ax = fig.add_subplot(1, 1, 1)
+                ax.plot([0, 1], [0, 1], label="warm")
+                ax.set_title("warm")
+                ax.legend()
+                fig.savefig(io.BytesIO(), format="png")
+                plt.close(fig)
+            except (Exception, SystemExit) as e:
+                self.errors.append("warm_plot: %s: %s" % (type(e).__name__, e))
+        mimetypes.init()
+        self._snapshot_mpl_config()
+        try:
+            self.tmp_keep = set(os.listdir("/tmp"))
+        except OSError:
+            self.tmp_keep = set()
+
+    def _snapshot_mpl_config(self):
+        """matplotlib's cache dir lives on /tmp (MPLCONFIGDIR): runs get a copy in their /tmp."""
+        d = os.environ.get("MPLCONFIGDIR")
+        if not d or not d.startswith("/tmp/") or not os.path.isdir(d):
+            return
+        files, total = {}, 0
+        for name in os.listdir(d):
+            full = os.path.join(d, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                total += os.path.getsize(full)
+                if total > (8 << 20):
+                    return
+                with open(full, "rb") as f:
+                    files[name] = f.read()
+        self.mpl_seed = (d, files)
+
+    # -- children ---------------------------------------------------------------------------
+
+    def _cleanup_process_mode(self):
+        """isolate=false: kill every process left by the previous run, renew /tmp contents."""
+        if self.in_container:
+            try:
+                os.kill(-1, signal.SIGKILL)  # all we may signal but ourselves and PID 1
+            except OSError:
+                pass
+        self._reap_strays()
+        remove_tree_contents("/tmp", keep=self.tmp_keep)
+        os.makedirs(self.cfg["workdir"], mode=0o700, exist_ok=True)
+
+    def _reap_strays(self):
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    def _spawn(self):
+        if not self.isolate:
+            self._cleanup_process_mode()
+        req_r, req_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        res_r, res_w = os.pipe()
+        st_r, st_w = os.pipe()
+        spec = ChildSpec(cfg=self.cfg, kernel=self.kernel, isolate=self.isolate, zygote_pid=self.pid,
+                         req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
+                         mpl_seed=self.mpl_seed)
+        _flush_stdio()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(self.chan.in_fd)
+                os.close(self.chan.out_fd)
+                _intermediate(spec)
+            finally:
+                os._exit(EX_INTERNAL)
+        for fd in (req_r, out_w, err_w, res_w, st_w):
+            os.close(fd)
+        return Prepared(pid, req_w, out_r, err_r, res_r, st_r)
+
+    def _await_prepared(self, p, timeout=15.0):
+        """Waits for I's `pid` record; returns None or the setup error."""
+        deadline = time.monotonic() + timeout
+        import select
+        while p.gpid is None:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                return "the child did not finish its set-up within %g s" % timeout
+            r, _, _ = select.select([p.st_r], [], [], wait)
+            if not r:
+                continue
+            data = os.read(p.st_r, 1 << 16)
+            if not data:
+                return "the child exited during set-up"
+            p.st_decoder.feed(data)
+            for _, payload in p.st_decoder.frames():
+                rec = json.loads(payload.decode("utf-8"))
+                if rec.get("t") == "pid":
+                    p.gpid = int(rec["pid"])
+                elif rec.get("t") == "setup_error":
+                    return rec.get("message", "unknown set-up error")
+        return None
+
+    def prepare(self):
+        """Forks and isolates the next run's child. Sends `fatal` if that is impossible."""
+        while True:
+            p = self._spawn()
+            err = self._await_prepared(p)
+            if err is None:
+                self.prepared = p
+                return
+            self._discard(p)
+            if self.isolate and self.cfg["isolate"] == "auto":
+                self.errors.append("isolate: per-run namespaces unavailable (%s); runs use plain "
+                                   "processes (isolate=false guarantees)" % err)
+                log(self.errors[-1])
+                self.isolate = False
+                continue
+            what = "per-run isolation failed" if self.isolate else "preparing a run failed"
+            raise FatalError("%s: %s" % (what, err))
+
+    def _discard(self, p):
+        """Kills a prepared (or finished) child and closes its pipes."""
+        if not p.reaped:
+            self._kill_tree(p)
+            try:
+                os.kill(p.ipid, signal.SIGKILL)
+            except OSError:
+                pass
+        for fd in p.fds():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if not p.reaped:
+            try:
+                os.waitpid(p.ipid, 0)
+            except ChildProcessError:
+                pass
+            p.reaped = True
+
+    def _kill_tree(self, p):
+        """SIGKILL to the run's init: with a PID namespace the kernel kills the whole tree."""
+        if p.gpid:
+            try:
+                os.kill(p.gpid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not self.isolate:
+            if p.gpid:
+                try:
+                    os.killpg(p.gpid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if self.in_container:
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def ready_event(self):
+        ev = {"ev": "ready", "protocol": PROTOCOL_VERSION, "python": "%d.%d.%d" % sys.version_info[:3],
+              "pid": self.pid, "preloaded": self.preloaded, "errors": list(self.errors),
+              "isolation": "namespaces" if self.isolate else "process", "run_count": self.run_count}
+        return ev
+
+    # -- main loop --------------------------------------------------------------------------
+
+    def serve(self):
+        self.preload()
+        self.kernel.prctl(PR_SET_DUMPABLE, 0, what="PR_SET_DUMPABLE")
+        self.prepare()
+        self.chan.send(self.ready_event())
+        import select
+        while True:
+            if not self.chan.queue:
+                if self.chan.eof or self.exit_requested:
+                    break
+                watch = [self.chan.in_fd] + ([self.prepared.st_r] if self.prepared else [])
+                r, _, _ = select.select(watch, [], [])
+                if self.prepared and self.prepared.st_r in r:
+                    # a prepared child must stay silent until its run: it died (e.g. OOM)
+                    log("the prepared child died while idle; preparing another")
+                    self._discard(self.prepared)
+                    self.prepared = None
+                    self.prepare()
+                if self.chan.in_fd in r:
+                    self.chan.on_readable()
+                continue
+            msg = self.chan.queue.pop(0)
+            op = msg["op"]
+            if op == "ping":
+                self.chan.send({"ev": "pong"})
+            elif op == "cancel":
+                log("cancel for %r while idle: ignored" % msg.get("id"))
+            elif op == "exit":
+                break
+            elif op == "run":
+                self.handle_run(msg)
+                if self.cfg["mode"] == "fresh" or self.exit_requested:
+                    break
+                if self.prepared is None:
+                    self.prepare()
+                self.chan.send(self.ready_event())
+            elif op == "config":
+                raise ProtocolError("config was already given")
+            else:
+                raise ProtocolError("unknown op %r" % op)
+        if self.prepared is not None:
+            self._discard(self.prepared)
+            self.prepared = None
+        if not self.isolate and self.in_container:
+            self._cleanup_process_mode()
+
+    def handle_run(self, msg):
+        run = parse_run(msg, self.cfg)
+        try:
+            files = validate_input_files(run["files"], self.cfg["files_in"]["max_count"],
+                                         self.cfg["files_in"]["max_total_bytes"])
+        except InputError as e:
+            self.chan.send(self._done_event(RunState(run["id"], run["limits"]), "error", None, None,
+                                            "invalid input files: %s" % e, 0))
+            return
+        if self.prepared is None:
+            self.prepare()
+        p, self.prepared = self.prepared, None
+        try:
+            self._execute(p, run, files)
+        finally:
+            self._discard(p)
+            self.run_count += 1
+
+    def _execute(self, p, run, files):
+        state = RunState(run["id"], run["limits"])
+        limits = run["limits"]
+        counters0 = read_memory_counters()
+        t0 = time.monotonic()
+        payload = encode_json({"code": run["code"], "argv": run["argv"], "limits": limits,
+                               "files": [{"path": path, "content_b64": f["content_b64"]}
+                                         for (path, _), f in zip(files, run["files"])]})
+        sel = selectors.DefaultSelector()
+        try:
+            try:
+                write_all(p.req_w, payload)
+            except BrokenPipeError:
+                state.internal = "the run process vanished before its request"
+            os.close(p.req_w)
+            p.req_w = None
+            deadline = t0 + limits["timeout_s"]
+            res_decoder = FrameDecoder(max_payload=self._max_result_record(), kinds=(KIND_JSON,))
+            res_budget = self._result_budget()
+            sel.register(p.out_r, selectors.EVENT_READ, "out")
+            sel.register(p.err_r, selectors.EVENT_READ, "err")
+            sel.register(p.res_r, selectors.EVENT_READ, "res")
+            sel.register(p.st_r, selectors.EVENT_READ, "st")
+            if not self.chan.eof:
+                sel.register(self.chan.in_fd, selectors.EVENT_READ, "ctl")
+            # messages that arrived with the run's frame
+            self._handle_control(state, p, self.chan.queue)
+            status_open = True
+            while status_open:
+                now = time.monotonic()
+                if state.kill_reason is None and now >= deadline:
+                    self._kill(state, p, "timeout")
+                if state.kill_time is not None and now - state.kill_time > 10:
+                    raise FatalError("the run's processes did not die within 10 s of SIGKILL")
+                timeout = max(deadline - now, 0) if state.kill_reason is None else 0.5
+                for key, _ in sel.select(timeout):
+                    tag = key.data
+                    if tag == "ctl":
+                        self.chan.on_readable()
+                        if self.chan.eof:
+                            sel.unregister(self.chan.in_fd)
+                            self.exit_requested = True
+                        self._handle_control(state, p, self.chan.queue)
+                    elif tag in ("out", "err"):
+                        data = os.read(key.fd, 1 << 16)
+                        if not data:
+                            sel.unregister(key.fd)
+                            continue
+                        self._relay(state, p, KIND_STDOUT if tag == "out" else KIND_STDERR, data)
+                    elif tag == "res":
+                        data = os.read(key.fd, 1 << 16)
+                        if not data:
+                            sel.unregister(key.fd)
+                            continue
+                        state.result_bytes += len(data)
+                        if state.result_bytes > res_budget:
+                            sel.unregister(key.fd)
+                            self._kill(state, p, "result_limit")
+                            continue
+                        res_decoder.feed(data)
+                        try:
+                            frames = res_decoder.frames()
+                        except ProtocolError:
+                            sel.unregister(key.fd)
+                            state.internal = "the run sent a malformed result frame"
+                            continue
+                        for _, payload in frames:
+                            self._on_result(state, payload)
+                    elif tag == "st":
+                        data = os.read(key.fd, 1 << 16)
+                        if not data:
+                            sel.unregister(key.fd)
+                            status_open = False
+                            continue
+                        p.st_decoder.feed(data)
+                        for _, payload in p.st_decoder.frames():
+                            self._on_status(state, payload)
+            end = time.monotonic()
+            try:
+                os.waitpid(p.ipid, 0)
+            except ChildProcessError:
+                pass
+            if not self.isolate:
+                self._kill_tree(p)  # leftovers of the run: the init is gone, the group may not be
+            p.reaped = True
+            if self.chan.in_fd in sel.get_map():
+                sel.unregister(self.chan.in_fd)
+            self._drain(state, p, sel, res_decoder)
+        finally:
+            sel.close()
+        counters1 = read_memory_counters()
+        verdict, exit_code, sig, detail = decide_verdict(
+            kill_reason=state.kill_reason, internal=state.internal, ustatus=state.ustatus,
+            gstatus=state.gstatus, oom_kills=counter_delta(counters0, counters1, "oom_kill"),
+            limit_hits=counter_delta(counters0, counters1, "limit_hits"), cpu_ms=state.cpu_ms,
+            limits=limits)
+        self.chan.send(self._done_event(state, verdict, exit_code, sig, detail,
+                                        int((end - t0) * 1000)))
+
+    def _drain(self, state, p, sel, res_decoder):
+        """After the run's init is gone: reads what is left in the pipes (bounded in time)."""
+        deadline = time.monotonic() + 2.0
+        while sel.get_map() and time.monotonic() < deadline:
+            keys = [k for k in list(sel.get_map().values()) if k.data in ("out", "err", "res")]
+            if not keys:
+                break
+            for key, _ in sel.select(0.05):
+                if key.data not in ("out", "err", "res"):
+                    continue
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    sel.unregister(key.fd)
+                    continue
+                if key.data == "res":
+                    state.result_bytes += len(data)
+                    if state.result_bytes > self._result_budget():
+                        sel.unregister(key.fd)
+                        continue
+                    res_decoder.feed(data)
+                    try:
+                        for _, payload in res_decoder.frames():
+                            self._on_result(state, payload)
+                    except ProtocolError:
+                        sel.unregister(key.fd)
+                else:
+                    self._relay(state, p, KIND_STDOUT if key.data == "out" else KIND_STDERR, data)
+
+    def _max_result_record(self):
+        img = self.cfg["image"]
+        per_image = img["max_width_px"] * img["max_height_px"] * 4 + (64 << 10)
+        return max(per_image, self.cfg["files_out"]["max_total_bytes"]) * 4 // 3 + (1 << 20) + \
+            self.cfg["value_max_chars"] * 8
+
+    def _result_budget(self):
+        img = self.cfg["image"]
+        per_image = img["max_width_px"] * img["max_height_px"] * 4 + (64 << 10)
+        files = self.cfg["files_out"]["max_total_bytes"] * 4 // 3 + files_overhead(self.cfg)
+        return (1 << 20) + img["max_figures"] * per_image * 4 // 3 + files + \
+            self.cfg["value_max_chars"] * 8
+
+    def _handle_control(self, state, p, queue):
+        while queue:
+            msg = queue.pop(0)
+            op = msg["op"]
+            if op == "ping":
+                self.chan.send({"ev": "pong"})
+            elif op == "cancel":
+                if msg.get("id") == state.rid:
+                    self._kill(state, p, "cancel")
+                else:
+                    log("cancel for %r while %r runs: ignored" % (msg.get("id"), state.rid))
+            elif op == "exit":
+                self.exit_requested = True
+            elif op == "run":
+                raise ProtocolError("run %r arrived while run %r is in progress"
+                                    % (msg.get("id"), state.rid))
+            elif op == "config":
+                raise ProtocolError("config was already given")
+            else:
+                raise ProtocolError("unknown op %r" % op)
+
+    def _kill(self, state, p, reason):
+        if state.kill_reason is None:
+            state.kill_reason = reason
+            state.kill_time = time.monotonic()
+        self._kill_tree(p)
+
+    def _relay(self, state, p, kind, data):
+        if state.output_cut:
+            return
+        chunk, cut = apply_output_limit(state.out_bytes, state.limits["output_bytes"], data)
+        self.chan.send_output(kind, chunk)
+        state.out_bytes += len(chunk)
+        if cut:
+            state.output_cut = True
+            marker = OUTPUT_MARKER.format(n=state.limits["output_bytes"]).encode()
+            self.chan.send_output(KIND_STDOUT, marker)
+            self._kill(state, p, "output_limit")
+
+    def _on_status(self, state, payload):
+        try:
+            rec = json.loads(payload.decode("utf-8"))
+        except ValueError:
+            return
+        t = rec.get("t")
+        if t == "ustatus":
+            state.ustatus = rec.get("status")
+            state.cpu_ms = rec.get("cpu_ms")
+            state.max_rss_kb = rec.get("max_rss_kb")
+        elif t == "gstatus":
+            state.gstatus = rec.get("status")
+        elif t == "setup_error":
+            state.internal = "set-up failed: %s" % rec.get("message")
+
+    def _on_result(self, state, payload):
+        """A record from the run process. It comes from the run's own process, so it is checked
+        like untrusted data: only well-formed records within the configured bounds go out."""
+        try:
+            rec = json.loads(payload.decode("utf-8"))
+        except ValueError:
+            state.internal = state.internal or "the run sent a malformed result record"
+            return
+        if not isinstance(rec, dict):
+            return
+        t = rec.get("t")
+        rid = state.rid
+        if t == "started" and not state.started:
+            state.started = True
+            self.chan.send({"ev": "started", "id": rid})
+        elif t == "image":
+            img = self.cfg["image"]
+            w, h, data = rec.get("width"), rec.get("height"), rec.get("data_b64")
+            if not (_is_int(w) and _is_int(h) and isinstance(data, str)
+                    and 0 < w <= img["max_width_px"] and 0 < h <= img["max_height_px"]):
+                return
+            if state.images >= img["max_figures"]:
+                state.images_truncated = True
+                return
+            state.images += 1
+            self.chan.send({"ev": "image", "id": rid, "mime_type": "image/png", "width": w,
+                            "height": h, "data_b64": data})
+        elif t == "file":
+            fo = self.cfg["files_out"]
+            path, size, mime, data = (rec.get("path"), rec.get("size"), rec.get("mime_type"),
+                                      rec.get("data_b64"))
+            if not (isinstance(path, str) and _is_int(size) and isinstance(mime, str)
+                    and isinstance(data, str) and len(data) <= (size + 2) // 3 * 4):
+                return
+            if state.files >= fo["max_count"] or state.file_bytes + size > fo["max_total_bytes"]:
+                state.files_truncated = True
+                return
+            state.files += 1
+            state.file_bytes += size
+            self.chan.send({"ev": "file", "id": rid, "path": path, "size": size,
+                            "mime_type": mime[:200], "data_b64": data})
+        elif t == "result":
+            state.result = rec
+        elif t == "internal":
+            state.internal = "harness error in the run: %s" % str(rec.get("message"))[:2000]
+
+    def _done_event(self, state, verdict, exit_code, sig, detail, duration_ms):
+        res = state.result
+        value = res.get("value")
+        if not isinstance(value, str):
+            value = None
+        elif len(value) > self.cfg["value_max_chars"] + 64:
+            value = value[:self.cfg["value_max_chars"]]
+        tb = res.get("traceback")
+        if not isinstance(tb, dict):
+            tb = None
+        return {
+            "ev": "done", "id": state.rid, "verdict": verdict, "exit_code": exit_code,
+            "signal": int(sig) if sig is not None else None, "duration_ms": duration_ms,
+            "value": value, "traceback": tb, "output_truncated": state.output_cut,
+            "files_truncated": bool(res.get("files_truncated")) or state.files_truncated,
+            "images_truncated": bool(res.get("images_truncated")) or state.images_truncated,
+            "detail": detail, "cpu_ms": state.cpu_ms, "max_rss_kb": state.max_rss_kb,
+        }
+
+
+def files_overhead(cfg):
+    return cfg["files_out"]["max_count"] * 2048
+
+
+class FatalError(Exception):
+    """The harness cannot continue (not the server's fault)."""
+
+
+def main():
+    try:
+        chan = Channel()
+    except Exception as e:
+        log("cannot set up the control channel: %s" % e)
+        os._exit(3)
+    code = 0
+    try:
+        msg = chan.next_message()
+        if msg is None:
+            log("the control stream ended before the config message")
+            os._exit(0)
+        cfg = parse_config(msg)
+        Zygote(chan, cfg).serve()
+    except ProtocolError as e:
+        log("protocol error: %s" % e)
+        _send_fatal(chan, "protocol error: %s" % e)
+        code = 2
+    except FatalError as e:
+        log("fatal: %s" % e)
+        _send_fatal(chan, str(e))
+        code = 3
+    except BaseException as e:  # noqa: B902
+        log("internal error:\n" + "".join(traceback.format_exception(type(e), e, e.__traceback__)))
+        _send_fatal(chan, "internal error: %s: %s" % (type(e).__name__, e))
+        code = 4
+    _flush_stdio()
+    os._exit(code)
+
+
+def _send_fatal(chan, message):
+    try:
+        chan.send({"ev": "fatal", "message": message})
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    main()
