@@ -1,0 +1,195 @@
+// The warm pool: keeps started sandboxes of one pool configuration ready, lends them out as
+// move-only leases (in the manner of sandbox2's SandboxPool), and replaces them when they are
+// used up, too old, unhealthy or broken. Knows nothing of Docker: sandboxes come from a
+// SandboxFactory (pooled_sandbox.h).
+//
+// Threads (all owned, all joined by Shutdown(); none detached):
+//   - max_concurrent_starts start workers, the only callers of SandboxFactory::Create(); they
+//     keep idle + starting >= min_idle + waiting acquirers, never past max_total, and back off
+//     exponentially after failed starts;
+//   - one maintenance thread: every health_check_interval it retires idle sandboxes past
+//     max_age and health-checks idle sandboxes one at a time, outside the pool lock;
+//   - one reaper thread that destroys sandboxes (a Docker call that can take 100+ ms), so no
+//     destruction happens under the pool lock or on a caller's Acquire/release path.
+//
+// Capacity: a sandbox counts towards max_total from the moment its start begins until its
+// destruction has finished (idle + leased + starting + checking + destroying <= max_total), so
+// at no instant do more than max_total sandboxes exist.
+//
+// Thread-safety: every public method of WarmPool may be called from any thread at any time,
+// concurrently. A Lease is a single-owner handle (like std::unique_ptr): one thread at a time
+// uses it, but it may be moved to and released on any thread, also after the pool is shut down
+// or destroyed.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sandbox/config/config.h"
+#include "sandbox/core/result.h"
+#include "sandbox/pool/pooled_sandbox.h"
+
+namespace sandbox::pool {
+
+using config::PoolMode;
+
+// How one pool behaves. Values out of range are clamped by WarmPool (see each field);
+// config::Validate() already rejects them in configuration files.
+struct PoolOptions {
+  std::string name = "default";  // in logs and error messages
+  // kRecycle: a sandbox serves many runs until it is used up; kFresh: one run per sandbox.
+  PoolMode mode = PoolMode::kRecycle;
+  int min_idle = 2;               // kept started and waiting; clamped to [0, max_total]
+  int max_total = 8;              // idle + leased + starting + checking + destroying; >= 1
+  int max_concurrent_starts = 2;  // start workers, i.e. starts in flight at once; >= 1
+  std::chrono::milliseconds acquire_timeout{10000};  // Acquire() default wait before kBusy
+  // A sandbox older than this (by `clock`, against PooledSandbox::CreatedAt) is not lent out
+  // again; <= 0 disables the limit.
+  std::chrono::milliseconds max_age{std::chrono::hours(1)};
+  int max_runs = 500;  // recycle: retired once RunCount() reaches it; <= 0 = no limit
+  // Period of maintenance: each idle sandbox is health-checked this often, and idle sandboxes
+  // past max_age are retired at this cadence. 0 disables both (Acquire and release still
+  // enforce max_age).
+  std::chrono::milliseconds health_check_interval{10000};
+  // Back-off after failed starts: initial * 2^(consecutive failures - 1), capped at max; reset
+  // by the next successful start. Keeps a broken image or engine from being hammered.
+  std::chrono::milliseconds start_backoff_initial{250};
+  std::chrono::milliseconds start_backoff_max{30000};
+  // The time source for sandbox age; must be in the domain of PooledSandbox::CreatedAt().
+  // Injectable for tests. Timeouts, back-off and health-check periods use the real
+  // steady clock, since threads must actually wait for them.
+  std::function<Clock::time_point()> clock = [] { return Clock::now(); };
+};
+
+// The options of a configured pool; health-check period and back-off keep their defaults.
+PoolOptions PoolOptionsFromConfig(const config::PoolConfig& config);
+
+// The delay before the next start after `consecutive_failures` failed ones (0 for none):
+// initial, 2*initial, 4*initial, ... capped at `max`. Deterministic (no jitter): one pool per
+// process, so there is no herd of clients to spread out.
+std::chrono::milliseconds StartBackoff(int consecutive_failures, std::chrono::milliseconds initial,
+                                       std::chrono::milliseconds max);
+
+// A snapshot for metrics and the sandbox_info tool.
+struct PoolStats {
+  // Where the pool's sandboxes are now.
+  int idle = 0;        // started and waiting to be lent
+  int leased = 0;      // held by Lease objects
+  int starting = 0;    // SandboxFactory::Create() in flight
+  int checking = 0;    // taken out of the idle list for a health check
+  int destroying = 0;  // queued for or in destruction
+  int waiting = 0;     // Acquire() calls blocked for a sandbox
+
+  // Counters since construction.
+  std::uint64_t created_total = 0;
+  std::uint64_t destroyed_total = 0;
+  std::uint64_t start_failures_total = 0;
+  std::uint64_t acquire_timeouts_total = 0;  // Acquire() calls that gave up at their deadline
+  std::uint64_t health_check_failures_total = 0;
+  std::uint64_t acquired_total = 0;
+
+  std::optional<Error> last_start_error;  // the most recent failed start, if any ever failed
+  int consecutive_start_failures = 0;     // reset by a successful start
+
+  // Latency of successful starts.
+  std::uint64_t start_latency_count = 0;
+  std::chrono::microseconds start_latency_last{0};
+  std::chrono::microseconds start_latency_max{0};
+  std::chrono::microseconds start_latency_total{0};
+  std::chrono::microseconds start_latency_mean() const {
+    return start_latency_count == 0
+               ? std::chrono::microseconds{0}
+               : start_latency_total / static_cast<std::int64_t>(start_latency_count);
+  }
+
+  int total() const { return idle + leased + starting + checking + destroying; }
+};
+
+namespace detail {
+class PoolCore;  // the shared state behind WarmPool and its leases (warm_pool.cc)
+}  // namespace detail
+
+// A lent sandbox. Move-only; empty after being moved from. When it ends (destructor, Reset(),
+// or being move-assigned over) the sandbox goes back to the pool if the pool is in recycle
+// mode, the sandbox is still Reusable(), was not Discard()ed, has served fewer than max_runs
+// runs and is younger than max_age; otherwise it is destroyed on the pool's reaper thread and
+// a replacement starts. Ending a lease never blocks on Docker, except after Shutdown(), when
+// the sandbox is destroyed in the releasing thread.
+class Lease {
+ public:
+  Lease() noexcept;  // empty
+  Lease(Lease&& other) noexcept;
+  Lease& operator=(Lease&& other) noexcept;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease();
+
+  // The sandbox; nullptr for an empty lease. Valid until the lease ends.
+  PooledSandbox* get() const noexcept { return sandbox_.get(); }
+  PooledSandbox* operator->() const noexcept { return sandbox_.get(); }
+  PooledSandbox& operator*() const noexcept { return *sandbox_; }
+  explicit operator bool() const noexcept { return sandbox_ != nullptr; }
+
+  // Marks the sandbox to be destroyed rather than returned when the lease ends (e.g. the run
+  // left it in a state the caller does not trust). It stays usable until then.
+  void Discard() noexcept { discarded_ = true; }
+  bool discarded() const noexcept { return discarded_; }
+
+  // Ends the lease now (as the destructor would); the lease is empty afterwards.
+  void Reset() noexcept;
+
+ private:
+  friend class detail::PoolCore;
+  Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox) noexcept;
+
+  std::shared_ptr<detail::PoolCore> core_;  // keeps the pool's state alive for the release
+  std::unique_ptr<PooledSandbox> sandbox_;
+  bool discarded_ = false;
+};
+
+class WarmPool {
+ public:
+  // `factory` must outlive Shutdown() (it is used only by the start workers, which Shutdown
+  // joins). `logger` may be null (then nothing is logged). Starts no thread; call Start().
+  WarmPool(PoolOptions options, SandboxFactory& factory, std::shared_ptr<spdlog::logger> logger);
+  // Calls Shutdown().
+  ~WarmPool();
+  WarmPool(const WarmPool&) = delete;
+  WarmPool& operator=(const WarmPool&) = delete;
+
+  // Starts the threads; the pool fills to min_idle in the background. Idempotent; a no-op
+  // after Shutdown().
+  void Start();
+
+  // Stops maintenance and the start workers (waiting for starts in flight), destroys every
+  // idle sandbox, and fails pending and future Acquire() calls with kUnavailable. Leases still
+  // out are not waited for: their sandboxes are destroyed when they are released. Idempotent;
+  // concurrent callers all return once it is done.
+  void Shutdown();
+
+  // Lends a sandbox: the most recently returned idle one at once if there is one (LIFO: its
+  // caches are warmest, and the least recently used ones age out or get health-checked);
+  // otherwise waits, in FIFO order with other waiters, for one to be returned or started
+  // (a start is triggered if max_total allows). Waits at most `timeout` (default
+  // acquire_timeout; 0 = do not wait). Errors:
+  //   kBusy         no sandbox within the timeout; the message names the pool and max_total;
+  //   <start error> no sandbox within the timeout and a start failed meanwhile: that error's
+  //                 code, with the pool named and the cause in the message;
+  //   kUnavailable  the pool is not started or shut down (also for waiters at Shutdown()).
+  Result<Lease> Acquire(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+  PoolStats stats() const;
+  const PoolOptions& options() const;
+  const std::string& name() const { return options().name; }
+
+ private:
+  std::shared_ptr<detail::PoolCore> core_;
+};
+
+}  // namespace sandbox::pool
