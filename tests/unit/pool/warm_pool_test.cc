@@ -1,0 +1,568 @@
+#include "sandbox/pool/warm_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "unit/pool/fake_sandbox.h"
+
+namespace sandbox::pool {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::AsFake;
+using testing::FakeClock;
+using testing::FakeFactory;
+
+// Polls `pred` until it holds or a generous deadline passes: tests assert on states and
+// counts, never on how fast the pool gets there.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+int IdOf(const Lease& lease) { return AsFake(lease.get()).id(); }
+
+class WarmPoolTest : public ::testing::Test {
+ protected:
+  // Small pools, maintenance off unless a test turns it on, quick back-off.
+  PoolOptions Options() {
+    PoolOptions options;
+    options.name = "test-pool";
+    options.min_idle = 2;
+    options.max_total = 4;
+    options.max_concurrent_starts = 2;
+    options.acquire_timeout = 20s;
+    options.max_age = 60s;
+    options.max_runs = 100;
+    options.health_check_interval = 0ms;
+    options.start_backoff_initial = 10ms;
+    options.start_backoff_max = 40ms;
+    options.clock = [this] { return clock_.Now(); };
+    return options;
+  }
+
+  WarmPool& StartPool(PoolOptions options) {
+    pool_ = std::make_unique<WarmPool>(std::move(options), factory_, nullptr);
+    pool_->Start();
+    return *pool_;
+  }
+
+  bool WaitForIdle(int idle) {
+    return WaitFor([&] {
+      PoolStats s = pool_->stats();
+      return s.idle == idle && s.starting == 0 && s.destroying == 0;
+    });
+  }
+
+  void TearDown() override {
+    pool_.reset();
+    EXPECT_EQ(factory_.live(), 0) << "a sandbox leaked";
+  }
+
+  FakeClock clock_;
+  FakeFactory factory_{&clock_};
+  std::unique_ptr<WarmPool> pool_;
+};
+
+TEST(StartBackoffTest, DoublesFromInitialUpToTheCap) {
+  EXPECT_EQ(StartBackoff(0, 250ms, 30s), 0ms);
+  EXPECT_EQ(StartBackoff(1, 250ms, 30s), 250ms);
+  EXPECT_EQ(StartBackoff(2, 250ms, 30s), 500ms);
+  EXPECT_EQ(StartBackoff(3, 250ms, 30s), 1000ms);
+  EXPECT_EQ(StartBackoff(8, 250ms, 30s), 30s);
+  EXPECT_EQ(StartBackoff(1000000, 250ms, 30s), 30s);  // no overflow
+}
+
+TEST(PoolOptionsTest, FromConfigCopiesThePoolSettings) {
+  config::PoolConfig cfg;
+  cfg.name = "big";
+  cfg.mode = config::PoolMode::kFresh;
+  cfg.min_idle = 3;
+  cfg.max_total = 9;
+  cfg.max_concurrent_starts = 4;
+  cfg.acquire_timeout = 1234ms;
+  cfg.max_age = 77s;
+  cfg.max_runs = 12;
+  PoolOptions options = PoolOptionsFromConfig(cfg);
+  EXPECT_EQ(options.name, "big");
+  EXPECT_EQ(options.mode, PoolMode::kFresh);
+  EXPECT_EQ(options.min_idle, 3);
+  EXPECT_EQ(options.max_total, 9);
+  EXPECT_EQ(options.max_concurrent_starts, 4);
+  EXPECT_EQ(options.acquire_timeout, 1234ms);
+  EXPECT_EQ(options.max_age, 77s);
+  EXPECT_EQ(options.max_runs, 12);
+  EXPECT_EQ(options.health_check_interval, 10s);
+  ASSERT_TRUE(options.clock);
+}
+
+TEST_F(WarmPoolTest, FillsToMinIdleAndStops) {
+  PoolOptions options = Options();
+  options.min_idle = 3;
+  options.max_total = 5;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(3));
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.created_total, 3u);
+  EXPECT_EQ(factory_.attempts(), 3);
+  EXPECT_EQ(s.leased, 0);
+  EXPECT_EQ(s.start_latency_count, 3u);
+  EXPECT_FALSE(s.last_start_error.has_value());
+}
+
+TEST_F(WarmPoolTest, AcquireBeforeStartIsUnavailable) {
+  pool_ = std::make_unique<WarmPool>(Options(), factory_, nullptr);
+  auto lease = pool_->Acquire(0ms);
+  ASSERT_FALSE(lease.ok());
+  EXPECT_EQ(lease.error().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(factory_.attempts(), 0);
+}
+
+TEST_F(WarmPoolTest, AcquireReturnsAnIdleSandboxAtOnceAndRefills) {
+  WarmPool& pool = StartPool(Options());
+  ASSERT_TRUE(WaitForIdle(2));
+  auto lease = pool.Acquire(0ms);  // no waiting allowed: must come from the idle list
+  ASSERT_TRUE(lease.ok()) << lease.error().ToString();
+  ASSERT_TRUE(*lease);
+  EXPECT_TRUE(factory_.alive(IdOf(*lease)));
+  EXPECT_EQ(pool.stats().leased, 1);
+  ASSERT_TRUE(WaitForIdle(2));  // a replacement keeps min_idle
+  EXPECT_EQ(pool.stats().created_total, 3u);
+}
+
+TEST_F(WarmPoolTest, RecycleModeReusesTheReturnedSandboxFirst) {
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(1));
+  auto first = pool.Acquire();
+  ASSERT_TRUE(first.ok());
+  const int id = IdOf(*first);
+  ASSERT_TRUE(WaitForIdle(1));  // the replacement is idle below the one we return
+  AsFake(first->get()).Run();
+  first->Reset();
+  EXPECT_EQ(pool.stats().idle, 2);
+
+  auto second = pool.Acquire(0ms);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(IdOf(*second), id);  // LIFO: the warm one
+  EXPECT_EQ(AsFake(second->get()).RunCount(), 1);
+  EXPECT_EQ(pool.stats().destroyed_total, 0u);
+}
+
+TEST_F(WarmPoolTest, FreshModeDestroysAfterOneUseAndReplaces) {
+  PoolOptions options = Options();
+  options.mode = PoolMode::kFresh;
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(1));
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  const int id = IdOf(*lease);
+  lease->Reset();
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(id) && pool.stats().destroyed_total == 1; }));
+  ASSERT_TRUE(WaitForIdle(1));
+
+  auto next = pool.Acquire();
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(IdOf(*next), id);
+}
+
+TEST_F(WarmPoolTest, RetiresAtMaxRuns) {
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  options.max_runs = 3;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(1));
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  const int id = IdOf(*lease);
+  AsFake(lease->get()).set_runs(2);
+  lease->Reset();
+  EXPECT_TRUE(factory_.alive(id));  // below max_runs: kept
+
+  lease = pool.Acquire(0ms);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_EQ(IdOf(*lease), id);
+  AsFake(lease->get()).Run();  // the third run
+  lease->Reset();
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(id); }));
+  EXPECT_EQ(pool.stats().destroyed_total, 1u);
+}
+
+TEST_F(WarmPoolTest, DestroysWhatIsNoLongerReusable) {
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  const int id = IdOf(*lease);
+  AsFake(lease->get()).set_reusable(false);  // e.g. its zygote died
+  lease->Reset();
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(id); }));
+  ASSERT_TRUE(WaitForIdle(1));
+}
+
+TEST_F(WarmPoolTest, RetiresAtMaxAgeWhenReleased) {
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  const int id = IdOf(*lease);
+  clock_.Advance(61s);
+  lease->Reset();
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(id); }));
+}
+
+TEST_F(WarmPoolTest, AcquireNeverLendsAnExpiredIdleSandbox) {
+  WarmPool& pool = StartPool(Options());  // maintenance off: only Acquire can notice
+  ASSERT_TRUE(WaitForIdle(2));
+  clock_.Advance(61s);
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok()) << lease.error().ToString();
+  EXPECT_GT(IdOf(*lease), 2);  // a new one, started after the clock moved
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(1) && !factory_.alive(2); }));
+}
+
+TEST_F(WarmPoolTest, MaintenanceRetiresExpiredIdleSandboxes) {
+  PoolOptions options = Options();
+  options.health_check_interval = 5ms;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  clock_.Advance(61s);
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(1) && !factory_.alive(2); }));
+  ASSERT_TRUE(WaitForIdle(2));  // replaced
+  EXPECT_EQ(pool.stats().created_total, 4u);
+}
+
+TEST_F(WarmPoolTest, UnhealthyIdleSandboxIsReplaced) {
+  PoolOptions options = Options();
+  options.health_check_interval = 5ms;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  ASSERT_TRUE(factory_.WithSandbox(1, [](testing::FakeSandbox& s) { s.set_healthy(false); }));
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(1); }));
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().idle == 2; }));
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.health_check_failures_total, 1u);
+  EXPECT_TRUE(factory_.alive(2));
+  int checks = 0;
+  factory_.WithSandbox(2, [&](testing::FakeSandbox& sb) { checks = sb.health_checks(); });
+  EXPECT_GT(checks, 0);
+}
+
+class WarmPoolConcurrencyTest : public WarmPoolTest,
+                                public ::testing::WithParamInterface<PoolMode> {};
+
+TEST_P(WarmPoolConcurrencyTest, NeverMoreThanMaxTotalAlive) {
+  PoolOptions options = Options();
+  options.mode = GetParam();
+  options.max_total = 4;
+  options.min_idle = 2;
+  options.health_check_interval = 1ms;  // let maintenance race with everything too
+  factory_.set_create_delay(1ms);
+  WarmPool& pool = StartPool(options);
+
+  constexpr int kThreads = 16;
+  constexpr int kRounds = 20;
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::atomic<int> max_seen_total{0};
+  std::atomic<bool> stop{false};
+  std::thread monitor([&] {
+    while (!stop) {
+      int total = pool.stats().total();
+      int seen = max_seen_total.load();
+      while (total > seen && !max_seen_total.compare_exchange_weak(seen, total)) {
+      }
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRounds; ++i) {
+        auto lease = pool.Acquire(60s);
+        if (!lease.ok()) {
+          ++failed;
+          continue;
+        }
+        AsFake(lease->get()).Run();
+        if (i % 7 == 3) lease->Discard();
+        ++ok;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  stop = true;
+  monitor.join();
+
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(ok.load(), kThreads * kRounds);
+  EXPECT_LE(factory_.max_live(), 4);
+  EXPECT_LE(max_seen_total.load(), 4);
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.leased, 0);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.acquired_total, static_cast<std::uint64_t>(kThreads * kRounds));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, WarmPoolConcurrencyTest,
+                         ::testing::Values(PoolMode::kRecycle, PoolMode::kFresh),
+                         [](const ::testing::TestParamInfo<PoolMode>& param_info) {
+                           return param_info.param == PoolMode::kRecycle ? "Recycle" : "Fresh";
+                         });
+
+TEST_F(WarmPoolTest, AcquireTimesOutWithBusyNamingThePool) {
+  PoolOptions options = Options();
+  options.name = "tiny";
+  options.max_total = 1;
+  options.min_idle = 1;
+  options.acquire_timeout = 30ms;
+  WarmPool& pool = StartPool(options);
+  auto held = pool.Acquire();
+  ASSERT_TRUE(held.ok());
+
+  auto busy = pool.Acquire();  // the default timeout, from the options
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.error().code(), ErrorCode::kBusy);
+  EXPECT_NE(busy.error().message().find("'tiny'"), std::string::npos) << busy.error().message();
+  EXPECT_NE(busy.error().message().find("max_total 1"), std::string::npos);
+
+  auto now = pool.Acquire(0ms);
+  ASSERT_FALSE(now.ok());
+  EXPECT_EQ(now.error().code(), ErrorCode::kBusy);
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.acquire_timeouts_total, 2u);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.created_total, 1u);  // max_total held: no start was attempted
+}
+
+TEST_F(WarmPoolTest, WaiterGetsAReturnedSandbox) {
+  PoolOptions options = Options();
+  options.max_total = 1;
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  auto held = pool.Acquire();
+  ASSERT_TRUE(held.ok());
+  const int id = IdOf(*held);
+  auto waiter = std::async(std::launch::async, [&] { return pool.Acquire(60s); });
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().waiting == 1; }));
+  held->Reset();
+  auto lease = waiter.get();
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(IdOf(*lease), id);
+}
+
+TEST_F(WarmPoolTest, FactoryFailureIsSurfacedToTheWaiter) {
+  factory_.set_fail(true);
+  PoolOptions options = Options();
+  options.min_idle = 0;
+  WarmPool& pool = StartPool(options);
+  auto lease = pool.Acquire(500ms);
+  ASSERT_FALSE(lease.ok());
+  EXPECT_EQ(lease.error().code(), ErrorCode::kNotFound);  // the start's error, not kBusy
+  EXPECT_NE(lease.error().message().find("'test-pool'"), std::string::npos);
+  EXPECT_NE(lease.error().message().find("No such image"), std::string::npos)
+      << lease.error().message();
+  PoolStats s = pool.stats();
+  EXPECT_GE(s.start_failures_total, 1u);
+  ASSERT_TRUE(s.last_start_error.has_value());
+  EXPECT_EQ(s.last_start_error->code(), ErrorCode::kNotFound);
+}
+
+TEST_F(WarmPoolTest, FailingStartsBackOffAndRecover) {
+  factory_.set_fail(true);
+  PoolOptions options = Options();
+  options.start_backoff_initial = 20ms;
+  options.start_backoff_max = 80ms;
+  WarmPool& pool = StartPool(options);
+  std::this_thread::sleep_for(400ms);  // the window over which attempts are counted
+  const int attempts = factory_.attempts();
+  EXPECT_GE(attempts, 1);
+  // Back-off allows about a dozen (two workers, 20/40/80/80... ms apart); a spinning pool
+  // would make thousands.
+  EXPECT_LE(attempts, 40);
+  EXPECT_GT(pool.stats().consecutive_start_failures, 0);
+
+  factory_.set_fail(false);  // the image is fixed
+  ASSERT_TRUE(WaitForIdle(2));
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.consecutive_start_failures, 0);
+  EXPECT_EQ(s.created_total, 2u);
+  EXPECT_TRUE(s.last_start_error.has_value());  // kept for the operator
+}
+
+TEST_F(WarmPoolTest, WaiterIsServedOnceTheFactoryHeals) {
+  factory_.set_fail(true);
+  PoolOptions options = Options();
+  options.min_idle = 0;
+  WarmPool& pool = StartPool(options);
+  auto waiter = std::async(std::launch::async, [&] { return pool.Acquire(60s); });
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().start_failures_total >= 2; }));
+  factory_.set_fail(false);
+  auto lease = waiter.get();
+  ASSERT_TRUE(lease.ok()) << lease.error().ToString();
+}
+
+TEST_F(WarmPoolTest, DiscardedSandboxIsDestroyedAndReplaced) {
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  const int id = IdOf(*lease);
+  lease->Discard();
+  EXPECT_TRUE(lease->discarded());
+  EXPECT_TRUE(factory_.alive(id));  // usable until the lease ends
+  lease->Reset();
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(id); }));
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_EQ(pool.stats().destroyed_total, 1u);
+}
+
+TEST_F(WarmPoolTest, LeaseMovesOwnership) {
+  PoolOptions options = Options();
+  options.min_idle = 2;
+  options.max_total = 2;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto acquired = pool.Acquire();
+  ASSERT_TRUE(acquired.ok());
+  Lease a = std::move(acquired).value();
+  const int id = IdOf(a);
+
+  Lease b(std::move(a));
+  EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+  EXPECT_EQ(a.get(), nullptr);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(IdOf(b), id);
+  EXPECT_EQ(pool.stats().leased, 1);
+
+  Lease c;
+  EXPECT_FALSE(c);
+  c = std::move(b);
+  EXPECT_EQ(IdOf(c), id);
+  EXPECT_EQ(pool.stats().leased, 1);
+
+  // Move-assigning over a held lease ends that lease first.
+  auto other = pool.Acquire(0ms);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(pool.stats().leased, 2);
+  c = std::move(other).value();
+  EXPECT_NE(IdOf(c), id);
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.leased, 1);
+  EXPECT_EQ(s.idle, 1);  // the first one came back
+
+  // Discard travels with the lease.
+  c.Discard();
+  Lease d(std::move(c));
+  EXPECT_TRUE(d.discarded());
+  const int discarded_id = IdOf(d);
+  d.Reset();
+  d.Reset();  // ending an empty lease does nothing
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(discarded_id); }));
+  EXPECT_EQ(pool.stats().leased, 0);
+}
+
+TEST_F(WarmPoolTest, ShutdownFailsPendingAndFutureAcquires) {
+  PoolOptions options = Options();
+  options.max_total = 1;
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  auto held = pool.Acquire();
+  ASSERT_TRUE(held.ok());
+  auto waiter = std::async(std::launch::async, [&] { return pool.Acquire(60s); });
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().waiting == 1; }));
+  pool.Shutdown();
+  auto pending = waiter.get();
+  ASSERT_FALSE(pending.ok());
+  EXPECT_EQ(pending.error().code(), ErrorCode::kUnavailable);
+  auto later = pool.Acquire();
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(later.error().message().find("shut down"), std::string::npos);
+  EXPECT_EQ(factory_.live(), 1);  // the leased one
+  held->Reset();                  // destroyed on release
+  EXPECT_EQ(factory_.live(), 0);
+  pool.Shutdown();  // idempotent
+}
+
+TEST_F(WarmPoolTest, ShutdownDestroysIdleAndOutstandingLeasesOnRelease) {
+  PoolOptions options = Options();
+  options.min_idle = 3;
+  options.max_total = 3;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(3));
+  auto a = pool.Acquire();
+  auto b = pool.Acquire();
+  ASSERT_TRUE(a.ok() && b.ok());
+  pool.Shutdown();
+  EXPECT_EQ(factory_.live(), 2);  // the idle one is gone
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.idle, 0);
+  EXPECT_EQ(s.leased, 2);
+  a->Reset();
+  EXPECT_EQ(factory_.live(), 1);
+  pool_.reset();  // the pool object goes; the lease must still end cleanly
+  b->Reset();
+  EXPECT_EQ(factory_.live(), 0);
+}
+
+TEST_F(WarmPoolTest, ShutdownWaitsForAStartInFlight) {
+  factory_.BlockCreate(true);
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitFor([&] { return factory_.attempts() == 1; }));
+  std::atomic<bool> done{false};
+  std::thread stopper([&] {
+    pool.Shutdown();
+    done = true;
+  });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(done.load());  // Create() is still blocked, so Shutdown cannot have finished
+  factory_.BlockCreate(false);
+  stopper.join();
+  EXPECT_EQ(factory_.created(), 1);
+  EXPECT_EQ(factory_.live(), 0);  // the late sandbox was destroyed, not leaked
+}
+
+TEST_F(WarmPoolTest, DestructionDoesNotBlockReleaseOrAcquire) {
+  PoolOptions options = Options();
+  options.mode = PoolMode::kFresh;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  factory_.BlockDestroy(true);  // destruction now hangs like a slow Docker call
+
+  auto release = std::async(std::launch::async, [&] { lease->Reset(); });
+  const bool released = release.wait_for(10s) == std::future_status::ready;
+  auto acquire = std::async(std::launch::async, [&] { return pool.Acquire(10s); });
+  const bool acquired = acquire.wait_for(10s) == std::future_status::ready;
+  const PoolStats s = pool.stats();  // would deadlock if destruction held the pool lock
+  factory_.BlockDestroy(false);
+  EXPECT_TRUE(released);
+  ASSERT_TRUE(acquired);
+  auto next = acquire.get();
+  EXPECT_TRUE(next.ok());
+  EXPECT_EQ(s.destroying, 1);
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().destroyed_total == 1; }));
+}
+
+}  // namespace
+}  // namespace sandbox::pool
