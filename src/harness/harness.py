@@ -28,6 +28,7 @@ import json
 import linecache
 import mimetypes
 import os
+import resource
 import selectors
 import signal
 import stat
@@ -458,6 +459,13 @@ def format_exception_trimmed(exc, drop_files=(HARNESS_FILE,)):
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     _trim_te(te, drop_files, set())
     return "".join(te.format())
+
+
+def compile_error_report(exc):
+    """A cell that does not compile -> (stderr text, structured traceback) as Python shows it:
+    no "Traceback" header and no frames (the compiler's frames are not the user's)."""
+    text = "".join(traceback.format_exception_only(type(exc), exc))
+    return text, {"type": exception_type_name(type(exc)), "message": _safe_str(exc), "frames": []}
 
 
 def system_exit_status(exc):
@@ -938,17 +946,26 @@ def _run_process(spec):
         os.dup2(spec.out_w, 1)
         os.dup2(spec.err_w, 2)
         close_fds_except({0, 1, 2, spec.req_r, res_w})
+        prepared = _prepare_run(spec)
+        _send_record(res_w, {"t": "waiting"})
         raw = read_all(spec.req_r)
         os.close(spec.req_r)
         if not raw:
             os._exit(0)  # the zygote discarded this prepared child
-        code = _run_request(json.loads(raw.decode("utf-8")), spec)
+        code = _run_request(json.loads(raw.decode("utf-8")), spec, prepared)
     except BaseException as e:  # noqa: B902
         try:
             _send_record(res_w, {"t": "internal", "message": "%s: %s" % (type(e).__name__, e)})
         except BaseException:  # noqa: B902
             pass
     finally:
+        # Closing the pipes first lets the zygote see EOF before this big address space is torn
+        # down; the exit status still comes from the init.
+        for fd in (1, 2, res_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         os._exit(code)
 
 
@@ -962,7 +979,6 @@ def _set_rlimit(resource_mod, res, soft, hard=None):
 
 
 def _apply_rlimits(limits):
-    import resource
     _set_rlimit(resource, resource.RLIMIT_CPU, limits["cpu_s"], limits["cpu_s"] + 1)
     _set_rlimit(resource, resource.RLIMIT_NPROC, limits["nproc"])
     _set_rlimit(resource, resource.RLIMIT_NOFILE, limits["nofile"])
@@ -1153,8 +1169,9 @@ def _run_cell(source, namespace, value_max_chars):
     try:
         body, expr = split_cell(source)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
-        sys.stderr.write(format_exception_trimmed(e))
-        return 1, None, structured_traceback(e)
+        text, tb = compile_error_report(e)
+        sys.stderr.write(text)
+        return 1, None, tb
     try:
         exec(body, namespace)
         value = None
@@ -1189,23 +1206,30 @@ def _interpreter_shutdown():
         pass
 
 
-def _run_request(req, spec):
-    """U, after the request arrived: files, limits, seccomp, the cell, figures, files out."""
+def _prepare_run(spec):
+    """U, before the request: everything that does not depend on it."""
     cfg = spec.cfg
     sender = _ResultSender(spec.res_w)
-    workdir = cfg["workdir"]
-    os.chdir(workdir)
-    files = [(validate_rel_path(f["path"]), base64.b64decode(f["content_b64"]))
-             for f in req.get("files", [])]
-    input_hashes = _write_inputs(files)
+    os.chdir(cfg["workdir"])
     _fresh_stdio()
-    sys.argv = [CELL_FILENAME] + list(req.get("argv", []))
-    sys.path.insert(0, workdir)
+    sys.path.insert(0, cfg["workdir"])
     main_mod = types.ModuleType("__main__")
     main_mod.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main_mod
     capture = _FigureCapture(sender, cfg["image"])
     capture.install()
+    return sender, main_mod, capture
+
+
+def _run_request(req, spec, prepared):
+    """U, after the request arrived: files, limits, seccomp, the cell, figures, files out."""
+    cfg = spec.cfg
+    sender, main_mod, capture = prepared
+    workdir = cfg["workdir"]
+    files = [(validate_rel_path(f["path"]), base64.b64decode(f["content_b64"]))
+             for f in req.get("files", [])]
+    input_hashes = _write_inputs(files)
+    sys.argv = [CELL_FILENAME] + list(req.get("argv", []))
     _apply_rlimits(req["limits"])
     spec.kernel.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
     if cfg["seccomp_bpf"] is not None:
@@ -1360,6 +1384,7 @@ class Zygote:
         self.in_container = self.pid == 1 or os.getppid() == 1
         self.tmp_keep = set()
         self.mpl_seed = None
+        self.zombies = []
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -1456,26 +1481,40 @@ class Zygote:
         return Prepared(pid, req_w, out_r, err_r, res_r, st_r)
 
     def _await_prepared(self, p, timeout=15.0):
-        """Waits for I's `pid` record; returns None or the setup error."""
+        """Waits for I's `pid` record and U's `waiting` record; returns None or the error."""
         deadline = time.monotonic() + timeout
         import select
-        while p.gpid is None:
+        waiting = False
+        res_decoder = FrameDecoder(max_payload=1 << 16, kinds=(KIND_JSON,))
+        while p.gpid is None or not waiting:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 return "the child did not finish its set-up within %g s" % timeout
-            r, _, _ = select.select([p.st_r], [], [], wait)
-            if not r:
-                continue
-            data = os.read(p.st_r, 1 << 16)
-            if not data:
-                return "the child exited during set-up"
-            p.st_decoder.feed(data)
-            for _, payload in p.st_decoder.frames():
-                rec = json.loads(payload.decode("utf-8"))
-                if rec.get("t") == "pid":
-                    p.gpid = int(rec["pid"])
-                elif rec.get("t") == "setup_error":
-                    return rec.get("message", "unknown set-up error")
+            r, _, _ = select.select([p.st_r, p.res_r], [], [], wait)
+            if p.st_r in r:
+                data = os.read(p.st_r, 1 << 16)
+                if not data:
+                    return "the child exited during set-up"
+                p.st_decoder.feed(data)
+                for _, payload in p.st_decoder.frames():
+                    rec = json.loads(payload.decode("utf-8"))
+                    if rec.get("t") == "pid":
+                        p.gpid = int(rec["pid"])
+                    elif rec.get("t") == "setup_error":
+                        return rec.get("message", "unknown set-up error")
+                    elif rec.get("t") in ("gstatus", "ustatus"):
+                        return "the child exited during set-up (status %s)" % rec.get("status")
+            if p.res_r in r:
+                data = os.read(p.res_r, 1 << 16)
+                if not data:
+                    return "the run process exited during set-up"
+                res_decoder.feed(data)
+                for _, payload in res_decoder.frames():
+                    rec = json.loads(payload.decode("utf-8"))
+                    if rec.get("t") == "waiting":
+                        waiting = True
+                    elif rec.get("t") == "internal":
+                        return "run process: %s" % rec.get("message")
         return None
 
     def prepare(self):
@@ -1510,11 +1549,18 @@ class Zygote:
             except OSError:
                 pass
         if not p.reaped:
-            try:
-                os.waitpid(p.ipid, 0)
-            except ChildProcessError:
-                pass
+            self.zombies.append(p.ipid)  # reaped later: its exit (address-space teardown) is slow
             p.reaped = True
+        self._reap_zombies()
+
+    def _reap_zombies(self, block=False):
+        for pid in list(self.zombies):
+            try:
+                done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done == pid:
+                self.zombies.remove(pid)
 
     def _kill_tree(self, p):
         """SIGKILL to the run's init: with a PID namespace the kernel kills the whole tree."""
@@ -1588,6 +1634,7 @@ class Zygote:
             self.prepared = None
         if not self.isolate and self.in_container:
             self._cleanup_process_mode()
+        self._reap_zombies(block=True)
 
     def handle_run(self, msg):
         run = parse_run(msg, self.cfg)
@@ -1635,13 +1682,22 @@ class Zygote:
             # messages that arrived with the run's frame
             self._handle_control(state, p, self.chan.queue)
             status_open = True
-            while status_open:
+            status_closed_at = None
+            pipes_open = 3
+            while pipes_open or not (state.ustatus is not None or state.gstatus is not None
+                                     or not status_open):
                 now = time.monotonic()
                 if state.kill_reason is None and now >= deadline:
                     self._kill(state, p, "timeout")
                 if state.kill_time is not None and now - state.kill_time > 10:
                     raise FatalError("the run's processes did not die within 10 s of SIGKILL")
+                if status_closed_at is not None and now - status_closed_at > 2:
+                    log("run %r: pipes still open 2 s after its init ended; giving up on them"
+                        % state.rid)
+                    break
                 timeout = max(deadline - now, 0) if state.kill_reason is None else 0.5
+                if status_closed_at is not None:
+                    timeout = 0.1
                 for key, _ in sel.select(timeout):
                     tag = key.data
                     if tag == "ctl":
@@ -1654,16 +1710,19 @@ class Zygote:
                         data = os.read(key.fd, 1 << 16)
                         if not data:
                             sel.unregister(key.fd)
+                            pipes_open -= 1
                             continue
                         self._relay(state, p, KIND_STDOUT if tag == "out" else KIND_STDERR, data)
                     elif tag == "res":
                         data = os.read(key.fd, 1 << 16)
                         if not data:
                             sel.unregister(key.fd)
+                            pipes_open -= 1
                             continue
                         state.result_bytes += len(data)
                         if state.result_bytes > res_budget:
                             sel.unregister(key.fd)
+                            pipes_open -= 1
                             self._kill(state, p, "result_limit")
                             continue
                         res_decoder.feed(data)
@@ -1671,6 +1730,7 @@ class Zygote:
                             frames = res_decoder.frames()
                         except ProtocolError:
                             sel.unregister(key.fd)
+                            pipes_open -= 1
                             state.internal = "the run sent a malformed result frame"
                             continue
                         for _, payload in frames:
@@ -1680,21 +1740,14 @@ class Zygote:
                         if not data:
                             sel.unregister(key.fd)
                             status_open = False
+                            status_closed_at = time.monotonic()
                             continue
                         p.st_decoder.feed(data)
                         for _, payload in p.st_decoder.frames():
                             self._on_status(state, payload)
+                        if state.ustatus is not None and not self.isolate:
+                            self._kill_tree(p)  # the run ends with its main process
             end = time.monotonic()
-            try:
-                os.waitpid(p.ipid, 0)
-            except ChildProcessError:
-                pass
-            if not self.isolate:
-                self._kill_tree(p)  # leftovers of the run: the init is gone, the group may not be
-            p.reaped = True
-            if self.chan.in_fd in sel.get_map():
-                sel.unregister(self.chan.in_fd)
-            self._drain(state, p, sel, res_decoder)
         finally:
             sel.close()
         counters1 = read_memory_counters()
@@ -1705,34 +1758,6 @@ class Zygote:
             limits=limits)
         self.chan.send(self._done_event(state, verdict, exit_code, sig, detail,
                                         int((end - t0) * 1000)))
-
-    def _drain(self, state, p, sel, res_decoder):
-        """After the run's init is gone: reads what is left in the pipes (bounded in time)."""
-        deadline = time.monotonic() + 2.0
-        while sel.get_map() and time.monotonic() < deadline:
-            keys = [k for k in list(sel.get_map().values()) if k.data in ("out", "err", "res")]
-            if not keys:
-                break
-            for key, _ in sel.select(0.05):
-                if key.data not in ("out", "err", "res"):
-                    continue
-                data = os.read(key.fd, 1 << 16)
-                if not data:
-                    sel.unregister(key.fd)
-                    continue
-                if key.data == "res":
-                    state.result_bytes += len(data)
-                    if state.result_bytes > self._result_budget():
-                        sel.unregister(key.fd)
-                        continue
-                    res_decoder.feed(data)
-                    try:
-                        for _, payload in res_decoder.frames():
-                            self._on_result(state, payload)
-                    except ProtocolError:
-                        sel.unregister(key.fd)
-                else:
-                    self._relay(state, p, KIND_STDOUT if key.data == "out" else KIND_STDERR, data)
 
     def _max_result_record(self):
         img = self.cfg["image"]

@@ -177,6 +177,14 @@ class Session:
             if self.verbose:
                 print("  [container stderr]", self.stderr_lines[-1])
 
+    def exit_info(self):
+        try:
+            rc = self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            rc = "still running"
+        time.sleep(0.2)  # let the stderr reader catch up
+        return "exit status %s, stderr: %s" % (rc, self.stderr_lines[-10:])
+
     def next(self, timeout):
         try:
             return self.events.get(timeout=timeout)
@@ -192,8 +200,7 @@ class Session:
                                    % (ev, timeout, self.stderr_lines[-10:]))
             t, kind, obj = item
             if kind == "eof":
-                raise RuntimeError("harness exited waiting for %r; stderr: %s"
-                                   % (ev, self.stderr_lines[-10:]))
+                raise RuntimeError("harness exited waiting for %r: %s" % (ev, self.exit_info()))
             if kind == "J" and obj.get("ev") == ev:
                 return t, obj
             if kind == "J" and obj.get("ev") == "fatal":
@@ -218,7 +225,7 @@ class Session:
                 raise RuntimeError("run %s: no done within %s s" % (rid, timeout))
             t, kind, obj = item
             if kind == "eof":
-                raise RuntimeError("harness exited during run; stderr: %s" % self.stderr_lines[-10:])
+                raise RuntimeError("harness exited during run: %s" % self.exit_info())
             if kind == "1":
                 res.stdout += obj
             elif kind == "2":
