@@ -140,6 +140,7 @@ Result<std::vector<ContainerSummary>> ParseContainerList(const json& j) {
     s.image = Str(item, "Image");
     s.state = Str(item, "State");
     s.status = Str(item, "Status");
+    s.created = Int(item, "Created");
     s.labels = StringMap(item, "Labels");
     out.push_back(std::move(s));
   }

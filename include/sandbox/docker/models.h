@@ -83,8 +83,9 @@ struct ContainerSummary {
   std::string id;
   std::vector<std::string> names;
   std::string image;
-  std::string state;   // "running", "exited", ...
-  std::string status;  // "Up 2 seconds"
+  std::string state;         // "running", "exited", ...
+  std::string status;        // "Up 2 seconds"
+  std::int64_t created = 0;  // unix seconds
   std::map<std::string, std::string> labels;
 };
 
