@@ -203,13 +203,15 @@ def _dict_field(obj, key, where):
     return v
 
 
-def parse_limits(obj, defaults, where):
+def parse_limits(obj, defaults, where, resolve=True):
+    """Limits with defaults filled in. cpu_s 0 means "derived from timeout_s": resolved for a
+    run (timeout rounded up, plus one second), kept 0 in the config's defaults."""
     out = {}
     out["timeout_s"] = float(_num_field(obj, "timeout_s", defaults["timeout_s"], where))
     for key in ("output_bytes", "nproc", "nofile", "fsize_bytes"):
         out[key] = _int_field(obj, key, defaults[key], 1, where)
     out["cpu_s"] = _int_field(obj, "cpu_s", defaults["cpu_s"], 0, where)
-    if out["cpu_s"] == 0:
+    if out["cpu_s"] == 0 and resolve:
         out["cpu_s"] = int(-(-out["timeout_s"] // 1)) + 1
     return out
 
@@ -265,7 +267,8 @@ def parse_config(msg):
                                           "config." + key),
         }
     cfg["value_max_chars"] = _int_field(msg, "value_max_chars", DEFAULT_CONFIG["value_max_chars"], 16)
-    cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), DEFAULT_LIMITS, "config.limits")
+    cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), DEFAULT_LIMITS, "config.limits",
+                                 resolve=False)
     return cfg
 
 
@@ -1444,7 +1447,10 @@ class Zygote:
             except OSError:
                 pass
         self._reap_strays()
-        remove_tree_contents("/tmp", keep=self.tmp_keep)
+        if self.in_container:
+            remove_tree_contents("/tmp", keep=self.tmp_keep)
+        else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
+            remove_tree_contents(self.cfg["workdir"])
         os.makedirs(self.cfg["workdir"], mode=0o700, exist_ok=True)
 
     def _reap_strays(self):
