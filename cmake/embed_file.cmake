@@ -9,7 +9,7 @@ string(REGEX REPLACE "(('\\\\x[0-9a-f][0-9a-f]',){16})" "\\1\n" bytes "${bytes}"
 file(WRITE "${OUTPUT}.tmp" "// Generated from ${INPUT} by cmake/embed_file.cmake. Do not edit.\n"
   "#include <string_view>\n"
   "namespace ${NAMESPACE} {\n"
-  "namespace { constexpr char kData[] = {\n${bytes}'\\\\0'}; }\n"
+  "namespace { constexpr char kData[] = {\n${bytes}0}; }\n"
   "std::string_view ${SYMBOL}() { return std::string_view(kData, ${size}); }\n"
   "}  // namespace ${NAMESPACE}\n")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

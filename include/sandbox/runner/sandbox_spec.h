@@ -1,0 +1,44 @@
+// Turns a pool's configuration into the hardened Docker container spec every sandbox container
+// is created from. One place decides the security options, so no path can forget one:
+// network none, read-only root, non-root user, all capabilities dropped, no-new-privileges,
+// the project's seccomp profile, an init process, private IPC, no mounts of the host (so never
+// the Docker socket), memory with swap equal to it, CPU, pids and ulimits.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "sandbox/config/config.h"
+#include "sandbox/docker/container_spec.h"
+
+namespace sandbox::runner {
+
+// Labels every container of this project carries; tests and crash recovery select on them.
+inline constexpr std::string_view kManagedLabel = "io.sandbox-mcp.managed";
+inline constexpr std::string_view kInstanceLabel = "io.sandbox-mcp.instance";
+inline constexpr std::string_view kPoolLabel = "io.sandbox-mcp.pool";
+inline constexpr std::string_view kModeLabel = "io.sandbox-mcp.mode";
+
+// The uid:gid code runs as. Numeric, so it works in images that do not name the user
+// (the Snekbox image among them).
+inline constexpr std::string_view kSandboxUser = "10001:10001";
+
+// The first command of every sandbox: reads "<length>\n<harness source>" from stdin and
+// executes it; the harness then speaks frames on the same stdin/stdout.
+std::string BootstrapCode();
+
+struct SandboxSpecInput {
+  const config::PoolConfig* pool = nullptr;
+  std::string container_seccomp_json;  // the validated profile's JSON text
+  std::string instance_id;
+  std::map<std::string, std::string> extra_labels;  // e.g. a session id
+};
+
+docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input);
+
+// The container's memory limit: the pool's run budget plus the zygote's share.
+std::int64_t ContainerMemoryBytes(const config::PoolConfig& pool);
+
+}  // namespace sandbox::runner
