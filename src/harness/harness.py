@@ -1451,7 +1451,11 @@ class Zygote:
             remove_tree_contents("/tmp", keep=self.tmp_keep)
         else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
             remove_tree_contents(self.cfg["workdir"])
-        os.makedirs(self.cfg["workdir"], mode=0o700, exist_ok=True)
+        try:
+            os.makedirs(self.cfg["workdir"], mode=0o700, exist_ok=True)
+        except OSError as e:
+            raise FatalError("isolate=false: cannot create the work dir %s: %s"
+                             % (self.cfg["workdir"], e))
 
     def _reap_strays(self):
         while True:

@@ -17,7 +17,7 @@ Container options: --network none --read-only --tmpfs /tmp:rw,nosuid,size=64m --
 --security-opt no-new-privileges --user 10001:10001 --init and the labels
 io.sandbox-mcp.managed=true, io.sandbox-mcp.test=true; --security-opt seccomp=<file> with
 policies/seccomp-container.json when it exists (override with --container-seccomp PATH or
-"unconfined"). `--memory` adds --memory/--memory-swap. The per-run filter sent in config is a
+"unconfined", or "default" for Docker's default profile, which denies unshare). `--memory` adds --memory/--memory-swap. The per-run filter sent in config is a
 small development BPF built here (denies namespace, mount, ptrace, keyring, bpf, ... syscalls;
 x86_64 and aarch64) unless --no-run-seccomp; the server will send its own.
 
@@ -117,8 +117,9 @@ class Session:
         cmd = ["docker", "run", "-i", "--rm", "--network", "none", "--read-only",
                "--tmpfs", "/tmp:rw,nosuid,size=64m", "--cap-drop", "ALL",
                "--security-opt", "no-new-privileges", "--user", "10001:10001", "--init",
-               "--label", "io.sandbox-mcp.managed=true", "--label", "io.sandbox-mcp.test=true",
-               "--security-opt", "seccomp=" + opts.container_seccomp]
+               "--label", "io.sandbox-mcp.managed=true", "--label", "io.sandbox-mcp.test=true"]
+        if opts.container_seccomp != "default":  # "default": Docker's own profile
+            cmd += ["--security-opt", "seccomp=" + opts.container_seccomp]
         if memory:
             cmd += ["--memory", memory, "--memory-swap", memory]
         cmd += opts.docker_arg or []
@@ -601,6 +602,33 @@ def process_mode(opts):
     return [check(ready["isolation"] == "process", "isolation %s" % ready["isolation"]),
             check(r1.verdict == "ok" and r2.stdout == b"False False\n",
                   "leftover process and /tmp file gone: %r %r" % (r2.stdout, r2.stderr[-200:]))]
+
+
+@scenario
+def isolation_unavailable(opts):
+    """Docker's default seccomp profile denies unshare: "auto" falls back, true is fatal."""
+    class O:
+        pass
+    o = O()
+    o.__dict__.update(vars(opts))
+    o.container_seccomp = "default"
+    o.isolate = "auto"
+    s = Session(o, verbose=opts.verbose)
+    _, ready = s.wait_event("ready")
+    r = s.run("print('fallback works')")
+    s.close()
+    o.isolate = True
+    s2 = Session(o, verbose=opts.verbose)
+    try:
+        s2.wait_event("ready", timeout=60)
+        fatal = None
+    except RuntimeError as e:
+        fatal = str(e)
+    rc = s2.proc.wait(10)
+    return [check(ready["isolation"] == "process" and ready["errors"],
+                  "auto: isolation %s, errors %s" % (ready["isolation"], ready["errors"])),
+            check(r.stdout == b"fallback works\n", "auto: run ok"),
+            check(fatal and "isolation failed" in fatal and rc == 3, "true: %s, exit %s" % (fatal, rc))]
 
 
 @scenario
