@@ -60,6 +60,45 @@ TEST_F(AttachTest, ProgramOverStdinWithSeparateStdoutAndStderr) {
   EXPECT_EQ(waited->exit_code, 3);
 }
 
+TEST_F(AttachTest, ConcurrentWriterAndReaderThreadsEchoMegabytes) {
+  // An echo of 4 MiB cannot complete without reading while writing (pipe buffers fill up), so this
+  // exercises the one-reader-plus-one-writer contract.
+  ContainerSpec spec =
+      TestSpec({"python3", "-u", "-c",
+                "import sys\nfor line in sys.stdin.buffer: sys.stdout.buffer.write(line)\n"});
+  spec.open_stdin = spec.attach_stdin = spec.stdin_once = true;
+  auto guard = Create(spec);
+  ASSERT_TRUE(guard);
+  AttachOptions options;
+  options.attach_stdin = true;
+  auto stream = client().Attach(guard->id(), options);
+  ASSERT_TRUE(stream.ok()) << stream.error().ToString();
+  ASSERT_TRUE(client().StartContainer(guard->id()).ok());
+
+  std::string input;
+  for (int i = 0; input.size() < (4u << 20); ++i) input += "line " + std::to_string(i) + "\n";
+  AttachedStream* raw = stream->get();
+  Status write_status;
+  std::thread writer([&] {
+    for (std::size_t off = 0; off < input.size(); off += 64 * 1024) {
+      write_status = raw->Write(std::string_view(input).substr(off, 64 * 1024), DeadlineAfter(60s));
+      if (!write_status.ok()) return;
+    }
+    write_status = raw->CloseStdin();
+  });
+  auto out = raw->ReadAll(DeadlineAfter(120s), 64u << 20);
+  writer.join();
+  ASSERT_TRUE(write_status.ok()) << write_status.error().ToString();
+  ASSERT_TRUE(out.ok()) << out.error().ToString();
+  EXPECT_EQ(out->stdout_data.size(), input.size());
+  EXPECT_TRUE(out->stdout_data == input);
+  EXPECT_EQ(out->stderr_data, "");
+  auto waited =
+      client().WaitContainer(guard->id(), WaitCondition::kNotRunning, CallOptions::Within(60s));
+  ASSERT_TRUE(waited.ok());
+  EXPECT_EQ(waited->exit_code, 0);
+}
+
 TEST_F(AttachTest, OutputOnlyStreamsWhileTheContainerRuns) {
   auto guard = Create(TestSpec(
       {"python3", "-u", "-c",
