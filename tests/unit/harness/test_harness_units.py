@@ -397,6 +397,7 @@ class Zygote:
         self.proc.stdin.write(b"%d\n" % len(src) + src + h.encode_json_frame(cfg))
         self.proc.stdin.flush()
         self.decoder = h.FrameDecoder()
+        self.pending = []
 
     def send(self, obj):
         self.proc.stdin.write(h.encode_json_frame(obj))
@@ -409,7 +410,9 @@ class Zygote:
         fd = self.proc.stdout.fileno()
         import select
         while True:
-            for kind, payload in self.decoder.frames():
+            self.pending += self.decoder.frames()
+            while self.pending:
+                kind, payload = self.pending.pop(0)
                 item = (kind, json.loads(payload) if kind == b"J" else payload)
                 out.append(item)
                 if kind == b"J" and item[1].get("ev") in (until, "fatal"):
