@@ -1239,9 +1239,12 @@ def _run_request(req, spec, prepared):
         spec.kernel.install_seccomp(cfg["seccomp_bpf"])
     # -- nothing but the user's code and the collection of its results after this point --
     sender.send({"t": "started"})
+    run_pid = os.getpid()
     status, value, tb = _run_cell(req["code"], main_mod.__dict__, cfg["value_max_chars"])
     _interpreter_shutdown()
     _flush_stdio()
+    if os.getpid() != run_pid:
+        os._exit(status)  # a process the cell forked reached the cell's end: it exits like Python
     try:
         capture.capture_all()
     except BaseException as e:  # noqa: B902
