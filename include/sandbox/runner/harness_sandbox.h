@@ -1,0 +1,115 @@
+// HarnessSandbox: one sandbox container with the project's harness running in it — the
+// concrete PooledSandbox. Start() creates the hardened container (sandbox_spec.h), attaches to
+// its stdio, starts it, sends the harness and its configuration, and waits for `ready`. Run()
+// sends one run and relays its events until `done` (docs/harness-protocol.md).
+//
+// Thread-safety: one holder at a time calls Run()/Healthy() (the pool guarantees it). A run's
+// CancelToken may fire from any thread; the cancel is written to the harness under a mutex.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/config/config.h"
+#include "sandbox/docker/client.h"
+#include "sandbox/exec/execution_service.h"
+#include "sandbox/pool/pooled_sandbox.h"
+#include "sandbox/runner/container_handle.h"
+#include "sandbox/runner/harness_frames.h"
+
+namespace sandbox::runner {
+
+// Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
+struct SandboxSetup {
+  config::PoolConfig pool;
+  config::OutputOptions output;
+  std::string container_seccomp_json;  // validated profile text (policy::ContainerProfile)
+  std::string run_filter_bpf;          // compiled per-run filter (policy::RunFilter), raw bytes
+  std::string instance_id;
+  std::map<std::string, std::string> extra_labels;
+  // Container created → harness `ready` (imports and a warm-up plot take seconds).
+  std::chrono::milliseconds start_timeout{90000};
+  // Added to a run's timeout before the server stops waiting for the harness and kills the
+  // container itself (the harness enforces the timeout; this is the backstop).
+  std::chrono::milliseconds run_grace{10000};
+};
+
+// The limits one run gets, already resolved against the pool's defaults and maxima.
+struct RunLimits {
+  double timeout_s = 30;
+  std::int64_t memory_bytes = 0;  // 0 = the container's limit only
+  std::int64_t output_bytes = 1 << 20;
+  std::int64_t cpu_s = 0;
+  std::int64_t nproc = 256;
+  std::int64_t nofile = 256;
+  std::int64_t fsize_bytes = 64 << 20;
+  std::int64_t tmpfs_bytes = 64 << 20;
+};
+
+RunLimits ResolveLimits(const config::Limits& pool_limits);
+
+class HarnessSandbox final : public pool::PooledSandbox {
+ public:
+  // Blocks until the harness is ready or fails; the container is removed on failure.
+  static Result<std::unique_ptr<HarnessSandbox>> Start(const docker::Client& client,
+                                                       const SandboxSetup& setup,
+                                                       std::shared_ptr<spdlog::logger> logger);
+  ~HarnessSandbox() override;
+
+  // Runs `code` to its end. Verdicts of the code (error, timeout, memory, ...) are results;
+  // kInternal results mean the sandbox broke (it is then no longer Reusable()).
+  exec::RunResult Run(const std::string& code, const std::vector<exec::InputFile>& files,
+                      const RunLimits& limits, exec::RunObserver& observer,
+                      const exec::CancelToken& cancel);
+
+  bool Healthy() override;
+  bool Reusable() const override { return !broken_ && !used_up_; }
+  int RunCount() const override { return run_count_; }
+  pool::Clock::time_point CreatedAt() const override { return created_at_; }
+  std::string Name() const override { return container_.short_id(); }
+
+  // The harness's `ready` message: python version, preloaded modules, isolation, errors.
+  const nlohmann::json& ready_info() const { return ready_info_; }
+  const std::string& container_id() const { return container_.id(); }
+
+ private:
+  struct CancelLink;
+
+  HarnessSandbox(const docker::Client& client, const SandboxSetup& setup, ContainerHandle container,
+                 std::unique_ptr<docker::AttachedStream> stream,
+                 std::shared_ptr<spdlog::logger> logger);
+
+  Status Boot(docker::Deadline deadline);
+  Status SendJson(const nlohmann::json& message, docker::Deadline deadline);
+  // The next harness frame; nullopt at end of stream. kTimeout leaves the stream usable.
+  Result<std::optional<Frame>> NextFrame(docker::Deadline deadline);
+  void NoteHarnessStderr(std::string_view bytes);
+  std::string StderrTail() const;
+  void MarkBroken(const std::string& why);
+
+  const docker::Client& client_;
+  const SandboxSetup& setup_;
+  ContainerHandle container_;
+  std::unique_ptr<docker::AttachedStream> stream_;
+  std::shared_ptr<spdlog::logger> logger_;
+  FrameDecoder decoder_;
+  std::mutex write_mu_;  // the run thread and a cancelling thread both write
+  std::string stderr_tail_;
+  std::string stderr_line_;
+  nlohmann::json ready_info_;
+  pool::Clock::time_point created_at_;
+  int run_count_ = 0;
+  std::uint64_t run_seq_ = 0;
+  bool broken_ = false;
+  bool used_up_ = false;
+};
+
+}  // namespace sandbox::runner

@@ -1,0 +1,30 @@
+#include "sandbox/runner/container_handle.h"
+
+#include <chrono>
+
+namespace sandbox::runner {
+
+void ContainerHandle::Kill() const {
+  if (id_.empty() || client_ == nullptr) return;
+  auto status = client_->KillContainer(id_, "SIGKILL",
+                                       docker::CallOptions::Within(std::chrono::seconds(10)));
+  // 409 (not running) means it is already dead, which is what was asked.
+  if (!status.ok() && status.error().code() != ErrorCode::kConflict && logger_) {
+    logger_->warn("kill container {}: {}", short_id(), status.error().ToString());
+  }
+}
+
+void ContainerHandle::Remove() {
+  if (id_.empty() || client_ == nullptr) return;
+  docker::RemoveOptions options;
+  options.force = true;
+  options.volumes = true;
+  auto status = client_->RemoveContainer(id_, options,
+                                         docker::CallOptions::Within(std::chrono::seconds(30)));
+  if (!status.ok() && status.error().code() != ErrorCode::kNotFound && logger_) {
+    logger_->error("remove container {}: {}", short_id(), status.error().ToString());
+  }
+  id_.clear();
+}
+
+}  // namespace sandbox::runner

@@ -1,0 +1,418 @@
+#include "sandbox/runner/harness_sandbox.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "sandbox/core/base64.h"
+#include "sandbox/runner/harness_source.h"
+#include "sandbox/runner/sandbox_spec.h"
+
+namespace sandbox::runner {
+namespace {
+
+using docker::CallOptions;
+using docker::Clock;
+using docker::Deadline;
+using nlohmann::json;
+
+constexpr std::size_t kStderrTailBytes = 4096;
+// How often a run's read loop looks at cancellation and its deadline while output is quiet.
+constexpr auto kPollSlice = std::chrono::milliseconds(200);
+// A cancel the harness has not answered after this is re-sent once, then the container killed.
+constexpr auto kCancelResend = std::chrono::milliseconds(400);
+constexpr auto kCancelKill = std::chrono::milliseconds(900);
+
+json LimitsJson(const RunLimits& l) {
+  json j = {{"timeout_s", l.timeout_s},   {"output_bytes", l.output_bytes}, {"nproc", l.nproc},
+            {"nofile", l.nofile},         {"fsize_bytes", l.fsize_bytes}};
+  if (l.cpu_s > 0) j["cpu_s"] = l.cpu_s;
+  if (l.memory_bytes > 0) j["memory_bytes"] = l.memory_bytes;
+  return j;
+}
+
+std::string JsonString(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<std::int64_t> JsonInt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+exec::Traceback ParseTraceback(const json& j) {
+  exec::Traceback tb;
+  tb.type = JsonString(j, "type");
+  tb.message = JsonString(j, "message");
+  if (auto it = j.find("frames"); it != j.end() && it->is_array()) {
+    for (const auto& f : *it) {
+      if (!f.is_object()) continue;
+      exec::TracebackFrame frame;
+      frame.file = JsonString(f, "file");
+      frame.line = static_cast<int>(JsonInt(f, "line").value_or(0));
+      frame.function = JsonString(f, "function");
+      tb.frames.push_back(std::move(frame));
+    }
+  }
+  return tb;
+}
+
+}  // namespace
+
+// Connects a run's CancelToken to the sandbox for the duration of the run only: the token
+// may outlive the run (and the sandbox), so its callback reaches the sandbox through this.
+struct HarnessSandbox::CancelLink {
+  std::mutex mu;
+  HarnessSandbox* sandbox = nullptr;  // null once the run is over
+  std::string run_id;
+  std::atomic<bool> fired{false};
+  Clock::time_point fired_at;
+};
+
+RunLimits ResolveLimits(const config::Limits& l) {
+  RunLimits r;
+  r.timeout_s = l.timeout_s;
+  r.memory_bytes = l.memory_bytes;
+  r.output_bytes = l.output_bytes;
+  r.cpu_s = l.cpu_s;
+  r.nproc = l.nproc;
+  r.nofile = l.nofile;
+  r.fsize_bytes = l.fsize_bytes;
+  r.tmpfs_bytes = l.tmpfs_bytes;
+  return r;
+}
+
+HarnessSandbox::HarnessSandbox(const docker::Client& client, const SandboxSetup& setup,
+                               ContainerHandle container,
+                               std::unique_ptr<docker::AttachedStream> stream,
+                               std::shared_ptr<spdlog::logger> logger)
+    : client_(client),
+      setup_(setup),
+      container_(std::move(container)),
+      stream_(std::move(stream)),
+      logger_(std::move(logger)),
+      created_at_(pool::Clock::now()) {}
+
+HarnessSandbox::~HarnessSandbox() {
+  if (stream_) stream_->Close();
+  stream_.reset();
+  container_.Remove();
+}
+
+Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
+    const docker::Client& client, const SandboxSetup& setup,
+    std::shared_ptr<spdlog::logger> logger) {
+  const Deadline deadline = docker::DeadlineAfter(setup.start_timeout);
+  SandboxSpecInput input;
+  input.pool = &setup.pool;
+  input.container_seccomp_json = setup.container_seccomp_json;
+  input.instance_id = setup.instance_id;
+  input.extra_labels = setup.extra_labels;
+  auto created = client.CreateContainer(BuildSandboxSpec(input), CallOptions::Until(deadline));
+  if (!created.ok()) return created.error().WithContext("create sandbox container");
+  ContainerHandle handle(&client, created->id, logger);
+
+  docker::AttachOptions attach;
+  attach.attach_stdin = true;
+  auto stream = client.Attach(handle.id(), attach, CallOptions::Until(deadline));
+  if (!stream.ok()) return stream.error().WithContext("attach to sandbox container");
+  auto started = client.StartContainer(handle.id(), CallOptions::Until(deadline));
+  if (!started.ok()) return started.error().WithContext("start sandbox container");
+
+  std::unique_ptr<HarnessSandbox> sandbox(
+      new HarnessSandbox(client, setup, std::move(handle), std::move(*stream), std::move(logger)));
+  auto booted = sandbox->Boot(deadline);
+  if (!booted.ok()) return booted.error();
+  return sandbox;
+}
+
+Status HarnessSandbox::Boot(Deadline deadline) {
+  const std::string_view source = HarnessSource();
+  std::string boot = std::to_string(source.size()) + "\n";
+  boot.append(source);
+  {
+    std::lock_guard lock(write_mu_);
+    auto sent = stream_->Write(boot, deadline);
+    if (!sent.ok()) return sent.error().WithContext("send the harness");
+  }
+  const auto& pool = setup_.pool;
+  const auto& out = setup_.output;
+  json config = {
+      {"op", "config"},
+      {"mode", pool.mode == config::PoolMode::kFresh ? "fresh" : "recycle"},
+      {"preload", pool.preload},
+      {"warm_plot", pool.warm_plot},
+      {"seccomp_bpf", Base64Encode(setup_.run_filter_bpf)},
+      // gVisor may not offer user namespaces: fall back to process isolation there, and say so.
+      {"isolate", pool.runtime == "runsc" ? json("auto") : json(true)},
+      {"tmpfs_size_bytes", pool.limits.tmpfs_bytes},
+      {"image",
+       {{"max_figures", out.max_figures},
+        {"max_width_px", out.max_figure_px},
+        {"max_height_px", out.max_figure_px},
+        {"dpi", out.figure_dpi}}},
+      {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
+      {"limits", LimitsJson(ResolveLimits(pool.limits))},
+  };
+  SANDBOX_RETURN_IF_ERROR(SendJson(config, deadline));
+  while (true) {
+    auto frame = NextFrame(deadline);
+    if (!frame.ok()) {
+      return frame.error().WithContext("waiting for the harness to become ready" +
+                                       (StderrTail().empty() ? "" : " (harness: " + StderrTail() + ")"));
+    }
+    if (!frame->has_value()) {
+      return Error(ErrorCode::kInternal,
+                   "the sandbox exited before it was ready; harness stderr: " + StderrTail());
+    }
+    if ((*frame)->kind != FrameKind::kJson) continue;
+    json msg = json::parse((*frame)->payload, nullptr, false);
+    if (msg.is_discarded()) return Error(ErrorCode::kProtocol, "harness sent invalid JSON");
+    auto ev = JsonString(msg, "ev");
+    if (ev == "ready") {
+      ready_info_ = std::move(msg);
+      if (logger_) {
+        logger_->debug("sandbox {} ready: python {}, isolation {}", Name(),
+                       JsonString(ready_info_, "python"), JsonString(ready_info_, "isolation"));
+      }
+      return OkStatus();
+    }
+    if (ev == "fatal") {
+      return Error(ErrorCode::kInternal, "the harness failed to start: " +
+                                             JsonString(msg, "message") + "; stderr: " + StderrTail());
+    }
+  }
+}
+
+Status HarnessSandbox::SendJson(const json& message, Deadline deadline) {
+  auto frame = EncodeFrame(FrameKind::kJson, message.dump(-1, ' ', false, json::error_handler_t::replace));
+  std::lock_guard lock(write_mu_);
+  return stream_->Write(frame, deadline);
+}
+
+Result<std::optional<Frame>> HarnessSandbox::NextFrame(Deadline deadline) {
+  while (true) {
+    Frame frame;
+    if (decoder_.Next(frame)) return std::optional<Frame>(std::move(frame));
+    auto chunk = stream_->Read(deadline);
+    if (!chunk.ok()) return chunk.error();
+    if (!chunk->has_value()) return std::optional<Frame>();
+    if ((*chunk)->stream == docker::StreamKind::kStderr) {
+      NoteHarnessStderr((*chunk)->data);
+      continue;
+    }
+    SANDBOX_RETURN_IF_ERROR(decoder_.Feed((*chunk)->data));
+  }
+}
+
+void HarnessSandbox::NoteHarnessStderr(std::string_view bytes) {
+  stderr_tail_.append(bytes);
+  if (stderr_tail_.size() > kStderrTailBytes) {
+    stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
+  }
+  // The harness's own diagnostics, line by line, for the operator.
+  stderr_line_.append(bytes);
+  std::size_t nl = 0;
+  while ((nl = stderr_line_.find('\n')) != std::string::npos) {
+    if (logger_) logger_->info("sandbox {}: {}", Name(), stderr_line_.substr(0, nl));
+    stderr_line_.erase(0, nl + 1);
+  }
+  if (stderr_line_.size() > kStderrTailBytes) stderr_line_.clear();
+}
+
+std::string HarnessSandbox::StderrTail() const {
+  auto tail = stderr_tail_;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail;
+}
+
+void HarnessSandbox::MarkBroken(const std::string& why) {
+  if (!broken_ && logger_) logger_->warn("sandbox {} retired: {}", Name(), why);
+  broken_ = true;
+}
+
+bool HarnessSandbox::Healthy() {
+  if (broken_) return false;
+  const Deadline deadline = docker::DeadlineAfter(std::chrono::seconds(5));
+  if (!SendJson(json{{"op", "ping"}}, deadline).ok()) {
+    MarkBroken("ping could not be sent");
+    return false;
+  }
+  while (true) {
+    auto frame = NextFrame(deadline);
+    if (!frame.ok() || !frame->has_value()) {
+      MarkBroken("no answer to ping");
+      return false;
+    }
+    if ((*frame)->kind != FrameKind::kJson) continue;
+    json msg = json::parse((*frame)->payload, nullptr, false);
+    auto ev = msg.is_discarded() ? std::string() : JsonString(msg, "ev");
+    if (ev == "pong") return true;
+    if (ev == "ready") {
+      ready_info_ = std::move(msg);
+      continue;
+    }
+    MarkBroken("unexpected message while idle: " + ev);
+    return false;
+  }
+}
+
+exec::RunResult HarnessSandbox::Run(const std::string& code,
+                                    const std::vector<exec::InputFile>& files,
+                                    const RunLimits& limits, exec::RunObserver& observer,
+                                    const exec::CancelToken& cancel) {
+  exec::RunResult result;
+  result.pool = setup_.pool.name;
+  auto fail = [&](exec::Verdict verdict, const std::string& detail) {
+    result.verdict = verdict;
+    result.detail = detail;
+    return result;
+  };
+  if (!Reusable()) return fail(exec::Verdict::kInternal, "the sandbox is not usable");
+  if (cancel.IsCancelled()) return fail(exec::Verdict::kCancelled, "cancelled before it started");
+
+  const std::string run_id = "run-" + std::to_string(++run_seq_);
+  json file_list = json::array();
+  for (const auto& f : files) {
+    file_list.push_back({{"path", f.path}, {"content_b64", Base64Encode(f.content)}});
+  }
+  json op = {{"op", "run"}, {"id", run_id}, {"code", code}, {"files", file_list},
+             {"limits", LimitsJson(limits)}};
+  const auto start = Clock::now();
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(limits.timeout_s * 1000)));
+  const Deadline hard_deadline = start + timeout + setup_.run_grace;
+  if (auto sent = SendJson(op, docker::DeadlineAfter(std::chrono::seconds(30))); !sent.ok()) {
+    MarkBroken("run could not be sent: " + sent.error().ToString());
+    return fail(exec::Verdict::kInternal, "the sandbox did not accept the run: " + sent.error().message());
+  }
+
+  auto link = std::make_shared<CancelLink>();
+  link->sandbox = this;
+  link->run_id = run_id;
+  cancel.OnCancel([link] {
+    std::lock_guard lock(link->mu);
+    if (link->sandbox == nullptr || link->fired.load()) return;
+    link->fired_at = Clock::now();
+    link->fired = true;
+    (void)link->sandbox->SendJson(json{{"op", "cancel"}, {"id", link->run_id}},
+                                  docker::DeadlineAfter(std::chrono::seconds(2)));
+  });
+  // Whatever happens below, the token must not reach this sandbox after the run.
+  struct Unlink {
+    std::shared_ptr<CancelLink> link;
+    ~Unlink() {
+      std::lock_guard lock(link->mu);
+      link->sandbox = nullptr;
+    }
+  } unlink{link};
+
+  bool resent_cancel = false;
+  while (true) {
+    const auto now = Clock::now();
+    if (link->fired.load()) {
+      Clock::time_point fired_at;
+      {
+        std::lock_guard lock(link->mu);
+        fired_at = link->fired_at;
+      }
+      if (!resent_cancel && now - fired_at > kCancelResend) {
+        // The first cancel may have crossed the run op before the harness started the run.
+        resent_cancel = true;
+        (void)SendJson(json{{"op", "cancel"}, {"id", run_id}}, docker::DeadlineAfter(std::chrono::seconds(1)));
+      } else if (now - fired_at > kCancelKill) {
+        container_.Kill();
+        MarkBroken("the harness did not answer a cancel");
+        return fail(exec::Verdict::kCancelled, "cancelled; the sandbox was killed");
+      }
+    }
+    if (now >= hard_deadline) {
+      container_.Kill();
+      MarkBroken("the harness did not end a run at its deadline");
+      return fail(exec::Verdict::kTimeout, "the run exceeded its time limit and the sandbox was killed");
+    }
+    auto frame = NextFrame(std::min(hard_deadline, now + kPollSlice));
+    if (!frame.ok()) {
+      if (frame.error().code() == ErrorCode::kTimeout) continue;
+      MarkBroken("stream failed: " + frame.error().ToString());
+      return fail(exec::Verdict::kInternal, "lost the sandbox during the run: " + frame.error().message());
+    }
+    if (!frame->has_value()) {
+      MarkBroken("the sandbox exited during a run");
+      return fail(exec::Verdict::kInternal,
+                  "the sandbox exited during the run" +
+                      (StderrTail().empty() ? std::string() : ": " + StderrTail()));
+    }
+    Frame& f = **frame;
+    if (f.kind == FrameKind::kStdout) {
+      observer.OnOutput(exec::Stream::kStdout, f.payload);
+      result.stdout_text.append(f.payload);
+      continue;
+    }
+    if (f.kind == FrameKind::kStderr) {
+      observer.OnOutput(exec::Stream::kStderr, f.payload);
+      result.stderr_text.append(f.payload);
+      continue;
+    }
+    json msg = json::parse(f.payload, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) {
+      MarkBroken("invalid JSON from the harness");
+      return fail(exec::Verdict::kInternal, "the sandbox sent an invalid message");
+    }
+    const std::string ev = JsonString(msg, "ev");
+    if (ev == "ready") {
+      ready_info_ = std::move(msg);  // the previous run's follow-up; harmless here
+      continue;
+    }
+    if (ev == "pong") continue;
+    if (ev == "fatal") {
+      MarkBroken("harness fatal: " + JsonString(msg, "message"));
+      return fail(exec::Verdict::kInternal, "the sandbox failed: " + JsonString(msg, "message"));
+    }
+    if (JsonString(msg, "id") != run_id) continue;  // a stale event of an earlier run
+    if (ev == "started") {
+      observer.OnStarted();
+    } else if (ev == "image") {
+      auto data = Base64Decode(JsonString(msg, "data_b64"));
+      if (!data.ok()) continue;
+      exec::Image image;
+      image.mime_type = JsonString(msg, "mime_type");
+      image.width = static_cast<int>(JsonInt(msg, "width").value_or(0));
+      image.height = static_cast<int>(JsonInt(msg, "height").value_or(0));
+      image.data = std::move(*data);
+      observer.OnImage(image);
+      result.images.push_back(std::move(image));
+    } else if (ev == "file") {
+      auto data = Base64Decode(JsonString(msg, "data_b64"));
+      if (!data.ok()) continue;
+      exec::OutputFile file;
+      file.path = JsonString(msg, "path");
+      file.size = JsonInt(msg, "size").value_or(static_cast<std::int64_t>(data->size()));
+      file.mime_type = JsonString(msg, "mime_type");
+      file.data = std::move(*data);
+      observer.OnFile(file);
+      result.files.push_back(std::move(file));
+    } else if (ev == "done") {
+      ++run_count_;
+      if (setup_.pool.mode == config::PoolMode::kFresh) used_up_ = true;
+      result.verdict = exec::ParseVerdict(JsonString(msg, "verdict")).value_or(exec::Verdict::kInternal);
+      result.exit_code = static_cast<int>(JsonInt(msg, "exit_code").value_or(-1));
+      if (auto sig = JsonInt(msg, "signal")) result.signal = static_cast<int>(*sig);
+      result.duration_ms = JsonInt(msg, "duration_ms").value_or(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+      if (auto v = msg.find("value"); v != msg.end() && v->is_string()) result.value = v->get<std::string>();
+      if (auto tb = msg.find("traceback"); tb != msg.end() && tb->is_object()) {
+        result.traceback = ParseTraceback(*tb);
+      }
+      result.output_truncated = msg.value("output_truncated", false);
+      result.files_truncated = msg.value("files_truncated", false);
+      result.detail = JsonString(msg, "detail");
+      if (result.verdict == exec::Verdict::kInternal) MarkBroken("internal verdict: " + result.detail);
+      return result;
+    }
+  }
+}
+
+}  // namespace sandbox::runner
