@@ -60,4 +60,17 @@ Result<ApiVersion> NegotiateApiVersion(std::string_view engine_header, ApiVersio
   return std::min(*engine, cap);
 }
 
+Status CheckEngineMinimum(ApiVersion chosen, std::string_view engine_minimum) {
+  if (Trim(engine_minimum).empty()) return OkStatus();
+  auto minimum = ApiVersion::Parse(engine_minimum);
+  if (!minimum.ok()) return minimum.error();
+  if (chosen < *minimum) {
+    return Error(ErrorCode::kUnsupported,
+                 "Docker engine requires API version " + minimum->ToString() +
+                     " or newer, but this server speaks at most " + chosen.ToString() +
+                     "; use an older engine or a newer server");
+  }
+  return OkStatus();
+}
+
 }  // namespace sandbox::docker

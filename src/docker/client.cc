@@ -34,6 +34,12 @@ Result<std::unique_ptr<Client>> Client::Connect(const CurlGlobal& curl, ClientOp
   auto version = NegotiateApiVersion(ping->api_version, client->options_.max_api_version);
   if (!version.ok()) return version.error();
   client->version_ = *version;
+  // The ping does not tell the engine's minimum; /version does (unversioned path: any engine).
+  auto engine = client->CallJson("GET", "/version", "", "engine version", call);
+  if (!engine.ok()) return engine.error();
+  auto info = ParseVersion(*engine);
+  if (!info.ok()) return info.error();
+  SANDBOX_RETURN_IF_ERROR(CheckEngineMinimum(*version, info->min_api_version));
   return client;
 }
 

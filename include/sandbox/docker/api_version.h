@@ -40,4 +40,10 @@ Result<ApiVersion> NegotiateApiVersion(std::string_view engine_header,
                                        ApiVersion cap = kMaxTestedApiVersion,
                                        ApiVersion minimum = kMinApiVersion);
 
+// Checks the negotiated version against the engine's own minimum (MinAPIVersion of GET /version):
+// an engine newer than every version we speak refuses our requests, so say so up front with
+// kUnsupported naming both. An empty `engine_minimum` (not reported) passes; malformed is
+// kProtocol.
+Status CheckEngineMinimum(ApiVersion chosen, std::string_view engine_minimum);
+
 }  // namespace sandbox::docker

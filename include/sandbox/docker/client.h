@@ -63,9 +63,10 @@ struct ArchiveData {
 
 class Client {
  public:
-  // Pings the engine (unversioned /_ping), negotiates the API version and returns a client whose
-  // calls all use /v<version>. kUnavailable when no engine answers, kUnsupported when it is older
-  // than kMinApiVersion. `curl` must outlive the client.
+  // Pings the engine (unversioned /_ping), negotiates the API version, checks it against the
+  // engine's minimum (unversioned /version) and returns a client whose calls all use /v<version>.
+  // kUnavailable when no engine answers, kUnsupported when the engine is older than
+  // kMinApiVersion or requires more than we speak. `curl` must outlive the client.
   static Result<std::unique_ptr<Client>> Connect(const CurlGlobal& curl, ClientOptions options = {},
                                                  const CallOptions& call = {});
 

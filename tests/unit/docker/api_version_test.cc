@@ -65,5 +65,17 @@ TEST(NegotiateTest, CapBelowMinimumIsAConfigurationError) {
   EXPECT_EQ(v.error().code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(EngineMinimumTest, EngineThatRequiresMoreThanWeSpeakIsUnsupported) {
+  EXPECT_TRUE(CheckEngineMinimum(ApiVersion{1, 47}, "1.24").ok());
+  EXPECT_TRUE(CheckEngineMinimum(ApiVersion{1, 44}, "1.44").ok());
+  EXPECT_TRUE(CheckEngineMinimum(ApiVersion{1, 41}, "").ok());
+  Status s = CheckEngineMinimum(ApiVersion{1, 47}, "1.50");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(s.error().message().find("1.50"), std::string::npos);
+  EXPECT_NE(s.error().message().find("1.47"), std::string::npos);
+  EXPECT_EQ(CheckEngineMinimum(ApiVersion{1, 47}, "x").error().code(), ErrorCode::kProtocol);
+}
+
 }  // namespace
 }  // namespace sandbox::docker
