@@ -188,6 +188,7 @@ TEST_F(WarmPoolTest, RetiresAtMaxRuns) {
   auto lease = pool.Acquire();
   ASSERT_TRUE(lease.ok());
   const int id = IdOf(*lease);
+  ASSERT_TRUE(WaitForIdle(1));  // the replacement is idle below the one we return
   AsFake(lease->get()).set_runs(2);
   lease->Reset();
   EXPECT_TRUE(factory_.alive(id));  // below max_runs: kept
