@@ -154,6 +154,7 @@ DEFAULT_LIMITS = {
     "nproc": 64,
     "nofile": 256,
     "fsize_bytes": 16 << 20,
+    "memory_bytes": 0,  # 0: no per-run narrowing (the container's memory limit only)
 }
 
 DEFAULT_CONFIG = {
@@ -211,6 +212,7 @@ def parse_limits(obj, defaults, where, resolve=True):
     for key in ("output_bytes", "nproc", "nofile", "fsize_bytes"):
         out[key] = _int_field(obj, key, defaults[key], 1, where)
     out["cpu_s"] = _int_field(obj, "cpu_s", defaults["cpu_s"], 0, where)
+    out["memory_bytes"] = _int_field(obj, "memory_bytes", defaults.get("memory_bytes", 0), 0, where)
     if out["cpu_s"] == 0 and resolve:
         out["cpu_s"] = int(-(-out["timeout_s"] // 1)) + 1
     return out
@@ -607,13 +609,15 @@ def _signame(sig):
 
 
 def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, oom_kills=0,
-                   limit_hits=0, cpu_ms=None, limits=None):
+                   limit_hits=0, cpu_ms=None, limits=None, memory_error=False):
     """The done event's verdict. Returns (verdict, exit_code, signal, detail).
 
     kill_reason: what the zygote killed the run for ("cancel", "output_limit", "timeout",
     "result_limit") or None; internal: a harness failure reported for the run; ustatus: the run
     process's raw wait status (from the PID-1 init), gstatus: the init's own raw wait status;
-    oom_kills / limit_hits: growth of the cgroup's counters during the run."""
+    oom_kills / limit_hits: growth of the cgroup's counters during the run; memory_error: the
+    run process reported that the cell ended with an uncaught MemoryError (an allocation refused
+    by RLIMIT_DATA, the per-run memory limit, or larger than the address space allows)."""
     limits = limits or {}
     if kill_reason == "cancel":
         return "cancelled", None, signal.SIGKILL, "cancelled by request"
@@ -648,6 +652,10 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
         return "memory", code, None, "out of memory: the OOM killer killed a process of the run"
     if internal:
         return "internal", code, None, internal
+    if code != 0 and memory_error:
+        budget = limits.get("memory_bytes")
+        return ("memory", code, None, "out of memory: an allocation failed (MemoryError)"
+                + (" under the run's memory limit of %d bytes" % budget if budget else ""))
     if code != 0:
         return "error", code, None, "exit status %s" % code
     return "ok", 0, None, ""
@@ -671,6 +679,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -891,6 +900,14 @@ def _isolate(spec):
     workdir = spec.cfg["workdir"]
     if not workdir.startswith("/tmp/"):
         k.mount("tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    # The container's /dev/shm (POSIX shared memory, multiprocessing) is one tmpfs for the whole
+    # container, and /dev/mqueue shows the message queues of the container's IPC namespace (not
+    # of the run's new one): cover both, or whatever one run leaves there the next one sees.
+    if os.path.isdir("/dev/shm"):
+        k.mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                "size=%d,mode=1777" % spec.cfg["tmpfs_size_bytes"])
+    if os.path.isdir("/dev/mqueue"):
+        k.mount("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     _seed_tmp(spec)
 
 
@@ -981,12 +998,77 @@ def _set_rlimit(resource_mod, res, soft, hard=None):
     resource_mod.setrlimit(res, (soft, hard))
 
 
-def _apply_rlimits(limits):
+# RLIMIT_DATA's hard limit lies this far above the soft one: after the cell the harness raises
+# the soft limit to it, so that a cell that used its whole budget still gets its traceback,
+# figures and files reported (the cell itself may raise it too: 32 MiB more, within the
+# container's memory limit, which stays the hard ceiling).
+DATA_HEADROOM = 32 << 20
+
+
+def parse_vm_data(status_text):
+    """VmData of /proc/<pid>/status, in bytes, or None."""
+    for line in status_text.splitlines():
+        if line.startswith("VmData:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                unit = parts[2].lower() if len(parts) > 2 else "kb"
+                return int(parts[1]) * (1024 if unit == "kb" else 1)
+    return None
+
+
+def data_rlimit(base_bytes, budget_bytes):
+    """(soft, hard) RLIMIT_DATA for a run: what the process already maps privately (inherited
+    from the zygote: preloaded modules, mostly shared copy-on-write) plus the run's budget."""
+    soft = base_bytes + budget_bytes
+    return soft, soft + DATA_HEADROOM
+
+
+def narrowed_memory(run_limits, config_limits):
+    """The run's memory budget when the request narrowed it below the pool's (config.limits), or
+    None: at the pool's own budget the container's cgroup limit is the only enforcement, because
+    RLIMIT_DATA also counts untouched reservations (see _apply_rlimits)."""
+    budget = run_limits.get("memory_bytes", 0)
+    pool = config_limits.get("memory_bytes", 0)
+    if budget > 0 and (pool <= 0 or budget < pool):
+        return budget
+    return None
+
+
+def _vm_data():
+    try:
+        with open("/proc/self/status") as f:
+            return parse_vm_data(f.read())
+    except OSError:
+        return None
+
+
+def _apply_rlimits(limits, memory_budget=None):
     _set_rlimit(resource, resource.RLIMIT_CPU, limits["cpu_s"], limits["cpu_s"] + 1)
     _set_rlimit(resource, resource.RLIMIT_NPROC, limits["nproc"])
     _set_rlimit(resource, resource.RLIMIT_NOFILE, limits["nofile"])
     _set_rlimit(resource, resource.RLIMIT_FSIZE, limits["fsize_bytes"])
     _set_rlimit(resource, resource.RLIMIT_CORE, 0)
+    # Per-run memory narrowing. RLIMIT_DATA (Linux >= 4.7 counts every private writable mapping,
+    # not only the heap) refuses allocations past the budget: Python raises MemoryError, which
+    # the zygote reports as verdict `memory`. RLIMIT_AS is not used: it also counts PROT_NONE
+    # reservations (malloc arenas) and shared libraries. RLIMIT_DATA still counts writable
+    # mappings that are never touched (8 MiB per thread stack, ~64 MiB per OpenBLAS buffer, one
+    # per thread calling BLAS at once): hence it is applied only to a narrowed budget.
+    if memory_budget is not None:
+        base = _vm_data()
+        if base is not None:
+            soft, hard = data_rlimit(base, memory_budget)
+            _set_rlimit(resource, resource.RLIMIT_DATA, soft, hard)
+
+
+def _relax_data_limit():
+    """After the cell: the soft RLIMIT_DATA up to the hard one (see DATA_HEADROOM)."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
+    except (OSError, ValueError):
+        pass
 
 
 class _ResultSender:
@@ -1166,32 +1248,39 @@ def _collect_files(workdir, input_hashes, files_cfg, sender):
     return truncated
 
 
-def _run_cell(source, namespace, value_max_chars):
-    """Runs the cell. Returns (exit status, value repr or None, structured traceback or None)."""
+def _run_cell(source, namespace, value_max_chars, on_end=None):
+    """Runs the cell. Returns (exit status, value repr or None, structured traceback or None,
+    memory_error: the cell ended with an uncaught MemoryError). `on_end` is called as soon as
+    the cell's code is over, before anything is reported."""
+    on_end = on_end or (lambda: None)
     register_source(source)
     try:
         body, expr = split_cell(source)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
+        on_end()
         text, tb = compile_error_report(e)
         sys.stderr.write(text)
-        return 1, None, tb
+        return 1, None, tb, isinstance(e, MemoryError)
     try:
         exec(body, namespace)
         value = None
         if expr is not None:
             value = format_value(eval(expr, namespace), value_max_chars)
-        return 0, value, None
+        on_end()
+        return 0, value, None, False
     except SystemExit as e:
+        on_end()
         status, text = system_exit_status(e)
         if text is not None:
             sys.stderr.write(text + "\n")
-        return status, None, None
+        return status, None, None, False
     except BaseException as e:  # noqa: B902 - exactly what the interpreter would report
+        on_end()
         try:
             sys.stderr.write(format_exception_trimmed(e))
         except BaseException:  # noqa: B902
             pass
-        return 1, None, structured_traceback(e)
+        return 1, None, structured_traceback(e), isinstance(e, MemoryError)
 
 
 def _interpreter_shutdown():
@@ -1233,14 +1322,15 @@ def _run_request(req, spec, prepared):
              for f in req.get("files", [])]
     input_hashes = _write_inputs(files)
     sys.argv = [CELL_FILENAME] + list(req.get("argv", []))
-    _apply_rlimits(req["limits"])
+    _apply_rlimits(req["limits"], narrowed_memory(req["limits"], cfg["limits"]))
     spec.kernel.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
     if cfg["seccomp_bpf"] is not None:
         spec.kernel.install_seccomp(cfg["seccomp_bpf"])
     # -- nothing but the user's code and the collection of its results after this point --
     sender.send({"t": "started"})
     run_pid = os.getpid()
-    status, value, tb = _run_cell(req["code"], main_mod.__dict__, cfg["value_max_chars"])
+    status, value, tb, memory_error = _run_cell(req["code"], main_mod.__dict__,
+                                                cfg["value_max_chars"], on_end=_relax_data_limit)
     _interpreter_shutdown()
     _flush_stdio()
     if os.getpid() != run_pid:
@@ -1251,7 +1341,7 @@ def _run_request(req, spec, prepared):
         sys.stderr.write("[sandbox] figures could not be captured: %s\n" % e)
     _flush_stdio()
     files_truncated = _collect_files(workdir, input_hashes, cfg["files_out"], sender)
-    sender.send({"t": "result", "value": value, "traceback": tb,
+    sender.send({"t": "result", "value": value, "traceback": tb, "memory_error": memory_error,
                  "files_truncated": files_truncated, "images_truncated": capture.truncated})
     return status
 
@@ -1452,6 +1542,8 @@ class Zygote:
         self._reap_strays()
         if self.in_container:
             remove_tree_contents("/tmp", keep=self.tmp_keep)
+            remove_tree_contents("/dev/shm")
+            remove_tree_contents("/dev/mqueue")  # unlinking a queue's file is mq_unlink
         else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
             remove_tree_contents(self.cfg["workdir"])
         try:
@@ -1768,7 +1860,7 @@ class Zygote:
             kill_reason=state.kill_reason, internal=state.internal, ustatus=state.ustatus,
             gstatus=state.gstatus, oom_kills=counter_delta(counters0, counters1, "oom_kill"),
             limit_hits=counter_delta(counters0, counters1, "limit_hits"), cpu_ms=state.cpu_ms,
-            limits=limits)
+            limits=limits, memory_error=state.result.get("memory_error") is True)
         self.chan.send(self._done_event(state, verdict, exit_code, sig, detail,
                                         int((end - t0) * 1000)))
 

@@ -114,9 +114,34 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(run["limits"]["timeout_s"], 2.5)
         self.assertEqual(run["limits"]["cpu_s"], 4)
         for bad in ({"id": "", "code": ""}, {"id": "a"}, {"id": "a", "code": "", "argv": [1]},
-                    {"id": "a", "code": "", "files": {}}, {"id": "a", "code": "", "limits": []}):
+                    {"id": "a", "code": "", "files": {}}, {"id": "a", "code": "", "limits": []},
+                    {"id": "a", "code": "", "limits": {"memory_bytes": -1}},
+                    {"id": "a", "code": "", "limits": {"memory_bytes": 1.5}}):
             with self.assertRaises(h.ProtocolError, msg=str(bad)):
                 h.parse_run(dict(bad, op="run"), cfg)
+
+    def test_memory_limit(self):
+        cfg = h.parse_config({"op": "config"})
+        self.assertEqual(cfg["limits"]["memory_bytes"], 0)
+        run = h.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
+        self.assertEqual(run["limits"]["memory_bytes"], 0)
+        cfg = h.parse_config({"op": "config", "limits": {"memory_bytes": 512 << 20}})
+        run = h.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
+        self.assertEqual(run["limits"]["memory_bytes"], 512 << 20)
+        # RLIMIT_DATA only for a budget narrowed below the pool's (the cgroup covers the rest).
+        self.assertIsNone(h.narrowed_memory(run["limits"], cfg["limits"]))
+        run = h.parse_run({"op": "run", "id": "a", "code": "", "limits": {"memory_bytes": 64 << 20}},
+                          cfg)
+        self.assertEqual(h.narrowed_memory(run["limits"], cfg["limits"]), 64 << 20)
+        self.assertEqual(h.narrowed_memory({"memory_bytes": 5}, {"memory_bytes": 0}), 5)
+        self.assertIsNone(h.narrowed_memory({"memory_bytes": 0}, {"memory_bytes": 0}))
+        self.assertIsNone(h.narrowed_memory({"memory_bytes": 9}, {"memory_bytes": 8}))
+
+    def test_vm_data(self):
+        status = "Name:\tpython\nVmPeak:\t  504424 kB\nVmData:\t  343612 kB\nVmStk:\t 548 kB\n"
+        self.assertEqual(h.parse_vm_data(status), 343612 * 1024)
+        self.assertIsNone(h.parse_vm_data("Name: x\n"))
+        self.assertEqual(h.data_rlimit(100, 50), (150, 150 + h.DATA_HEADROOM))
 
 
 class PathTest(unittest.TestCase):
@@ -339,6 +364,12 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(self.v(ustatus=killed(11), limit_hits=3)[0], "signal")
         self.assertEqual(self.v(ustatus=exited(0), oom_kills=1)[0], "memory")
         self.assertEqual(self.v(gstatus=killed(9), oom_kills=1)[0], "memory")
+        # An uncaught MemoryError (RLIMIT_DATA refused an allocation) is `memory`, exit code kept.
+        self.assertEqual(self.v(ustatus=exited(1), memory_error=True)[:3], ("memory", 1, None))
+        self.assertEqual(self.v(ustatus=exited(0), memory_error=True)[0], "ok")
+        self.assertEqual(self.v(ustatus=killed(11), memory_error=True)[0], "signal")
+        self.assertEqual(self.v(kill_reason="timeout", memory_error=True)[0], "timeout")
+        self.assertEqual(self.v(ustatus=exited(70), internal="x", memory_error=True)[0], "internal")
 
     def test_internal(self):
         self.assertEqual(self.v()[0], "internal")
@@ -509,6 +540,32 @@ class ProcessModeTest(unittest.TestCase):
         done = z.frames("done")[-1][1]
         self.assertEqual(done["verdict"], "cancelled")
         self.assertLess(time.monotonic() - t0, 1.0)
+
+    def test_memory_narrowing(self):
+        z = Zygote(self, limits={"memory_bytes": 0})
+        z.frames("ready")
+        narrowed = {"memory_bytes": 64 << 20}
+        _, err, ev = z.run("import resource\nprint(resource.getrlimit(resource.RLIMIT_DATA))\n"
+                           "b = bytearray(256 << 20)", limits=narrowed)
+        done = ev[-1]
+        self.assertEqual((done["verdict"], done["exit_code"]), ("memory", 1), done)
+        self.assertEqual(done["traceback"]["type"], "MemoryError")
+        self.assertIn(b"MemoryError", err)
+        self.assertIn("memory limit of %d bytes" % (64 << 20), done["detail"])
+        z.frames("ready")
+        # Growing until refused; the traceback and results are still reported (headroom).
+        _, _, ev = z.run("x = []\nwhile True:\n    x.append(bytearray(1 << 20))", limits=narrowed)
+        self.assertEqual((ev[-1]["verdict"], ev[-1]["traceback"]["type"]), ("memory", "MemoryError"))
+        z.frames("ready")
+        # A MemoryError the cell catches changes nothing; a run without memory_bytes gets no
+        # RLIMIT_DATA at all.
+        out, _, ev = z.run("try:\n    bytearray(256 << 20)\nexcept MemoryError:\n    print('caught')",
+                           limits=narrowed)
+        self.assertEqual((out, ev[-1]["verdict"]), (b"caught\n", "ok"))
+        z.frames("ready")
+        out, _, ev = z.run("import resource\n"
+                           "print(resource.getrlimit(resource.RLIMIT_DATA)[0] == resource.RLIM_INFINITY)")
+        self.assertEqual((out, ev[-1]["verdict"]), (b"True\n", "ok"))
 
     def test_fresh_mode_and_exit(self):
         z = Zygote(self, mode="fresh")
