@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "integration/service/shared_service.h"
 #include "support/engine_fixture.h"
 
 namespace sandbox::service {
@@ -187,6 +188,155 @@ INSTANTIATE_TEST_SUITE_P(BothModes, ServiceTest,
                          [](const auto& param_info) {
                            return std::string(config::PoolModeName(param_info.param));
                          });
+
+// Results and limits through the service, both modes, one shared service per mode (each test
+// leaves the sandbox, or its replacement, able to serve the next).
+class ServiceResultsTest : public ::testing::TestWithParam<config::PoolMode> {
+ protected:
+  static void SetUpTestSuite() { services_ = new sandbox::testing::SharedServices("results"); }
+  static void TearDownTestSuite() {
+    services_->Finish();
+    delete services_;
+    services_ = nullptr;
+  }
+  SandboxService* service() { return services_->Get(GetParam()); }
+  exec::RunResult Run(const std::string& code, exec::LimitOverrides limits = {},
+                      std::vector<exec::InputFile> files = {}) {
+    return sandbox::testing::RunCode(service(), code, limits, std::move(files));
+  }
+  void ExpectServes() {
+    auto r = Run("print('next')");
+    EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+    EXPECT_EQ(r.stdout_text, "next\n");
+  }
+  static sandbox::testing::SharedServices* services_;
+};
+
+sandbox::testing::SharedServices* ServiceResultsTest::services_ = nullptr;
+
+TEST_P(ServiceResultsTest, MemoryBombGivesMemoryVerdict) {
+  // 4 GiB in a container of 768 MiB: the cgroup's OOM killer ends the run (its process has
+  // oom_score_adj 1000), not the zygote.
+  auto r = Run("b = bytearray(4 << 30)\nprint('unreachable')\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kMemory) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.stdout_text, "");
+  ExpectServes();
+  r = Run("x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kMemory) << sandbox::testing::Describe(r);
+  ExpectServes();
+}
+
+TEST_P(ServiceResultsTest, NarrowedMemoryGivesMemoryVerdict) {
+  const std::string code = "b = bytearray(200 << 20)\nprint(len(b) >> 20)\n";
+  // Within the pool's budget (512 MiB) it runs...
+  auto r = Run(code);
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.stdout_text, "200\n");
+  // ...narrowed to 64 MiB for this request it fails with MemoryError: verdict memory.
+  exec::LimitOverrides narrow;
+  narrow.memory_bytes = 64LL << 20;
+  r = Run(code, narrow);
+  EXPECT_EQ(r.verdict, exec::Verdict::kMemory) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_TRUE(r.traceback.has_value());
+  EXPECT_EQ(r.traceback->type, "MemoryError");
+  EXPECT_THAT(r.detail, HasSubstr("67108864"));
+  // The narrowing is per request: the next run has the pool's budget again.
+  r = Run(code);
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+}
+
+TEST_P(ServiceResultsTest, PrintFloodGivesOutputLimitWithMarker) {
+  exec::LimitOverrides limits;
+  limits.output_bytes = 4096;
+  auto r = Run("while True:\n    print('x' * 99)\n", limits);
+  EXPECT_EQ(r.verdict, exec::Verdict::kOutputLimit) << sandbox::testing::Describe(r);
+  EXPECT_TRUE(r.output_truncated);
+  const std::string marker = "\n[output truncated: limit of 4096 bytes reached]\n";
+  ASSERT_GE(r.stdout_text.size(), marker.size());
+  EXPECT_EQ(r.stdout_text.substr(r.stdout_text.size() - marker.size()), marker);
+  EXPECT_EQ(r.stdout_text.size() + r.stderr_text.size(), 4096 + marker.size());
+  ExpectServes();
+}
+
+TEST_P(ServiceResultsTest, SegfaultGivesSignalVerdict) {
+  auto r =
+      Run("import os, signal\nprint('before', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kSignal) << sandbox::testing::Describe(r);
+  ASSERT_TRUE(r.signal.has_value());
+  EXPECT_EQ(*r.signal, 11);
+  EXPECT_EQ(r.stdout_text, "before\n");
+  ExpectServes();
+}
+
+TEST_P(ServiceResultsTest, SysExitGivesErrorWithExitCode) {
+  auto r = Run("import sys\nsys.exit(3)\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kError) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.traceback.has_value());
+  EXPECT_FALSE(r.signal.has_value());
+}
+
+TEST_P(ServiceResultsTest, FilesInAndOut) {
+  std::vector<exec::InputFile> files = {{"data/in.csv", "a,b\n1,2\n3,4\n"},
+                                        {"notes.txt", "unchanged"}};
+  auto r =
+      Run("import csv\n"
+          "rows = list(csv.DictReader(open('data/in.csv')))\n"
+          "with open('out.csv', 'w', newline='') as f:\n"
+          "    w = csv.writer(f)\n"
+          "    w.writerow(['a', 'b', 'sum'])\n"
+          "    for row in rows:\n"
+          "        w.writerow([row['a'], row['b'], int(row['a']) + int(row['b'])])\n"
+          "len(rows)\n",
+          {}, files);
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  ASSERT_TRUE(r.value.has_value());
+  EXPECT_EQ(*r.value, "2");
+  // Unchanged input files do not come back; the new file does.
+  ASSERT_EQ(r.files.size(), 1u) << (r.files.empty() ? "" : r.files[0].path);
+  const auto& out = r.files[0];
+  const std::string expected = "a,b,sum\r\n1,2,3\r\n3,4,7\r\n";
+  EXPECT_EQ(out.path, "out.csv");
+  EXPECT_EQ(out.size, static_cast<std::int64_t>(expected.size()));
+  EXPECT_EQ(out.mime_type, "text/csv");
+  EXPECT_EQ(out.data, expected);
+  EXPECT_FALSE(r.files_truncated);
+}
+
+TEST_P(ServiceResultsTest, InvalidInputFilePathIsRejected) {
+  for (const std::string path : {"../escape.txt", "/etc/passwd", "a/../../b", ""}) {
+    exec::RunRequest request;
+    request.code = "print(1)";
+    request.files = {{path, "x"}};
+    sandbox::testing::Recorder rec;
+    exec::CancelToken cancel;
+    auto result = service()->Run(request, rec, cancel);
+    ASSERT_FALSE(result.ok()) << "path \"" << path << "\" was accepted";
+    EXPECT_EQ(result.error().code(), ErrorCode::kInvalidArgument) << path;
+    EXPECT_THAT(result.error().message(), HasSubstr("files[0].path")) << path;
+    EXPECT_FALSE(rec.started);
+  }
+}
+
+TEST_P(ServiceResultsTest, UnicodeAndInvalidUtf8PassThrough) {
+  auto r =
+      Run("import os, sys\n"
+          "print('h\\u00e9llo \\u2713 \\u65e5\\u672c \\U0001F600')\n"
+          "os.write(1, b'\\xff\\xfe\\x80 raw \\xc3\\x28\\n')\n"
+          "sys.stdout.write('\\udcff\\n')\n"  // surrogateescape: the byte 0xff
+          "os.write(2, b'err \\xe2\\x82\\n')\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.stdout_text,
+            "h\xc3\xa9llo \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80\n"
+            "\xff\xfe\x80 raw \xc3\x28\n"
+            "\xff\n");
+  EXPECT_EQ(r.stderr_text, "err \xe2\x82\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, ServiceResultsTest,
+                         ::testing::Values(config::PoolMode::kRecycle, config::PoolMode::kFresh),
+                         sandbox::testing::ModeParamName);
 
 }  // namespace
 }  // namespace sandbox::service
