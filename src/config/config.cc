@@ -49,7 +49,9 @@ class ObjectReader {
     return OkStatus();
   }
 
-  std::string Child(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string Child(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
 
  private:
   static Status Convert(const json& v, const std::string& path, std::string& out) {
@@ -215,7 +217,8 @@ Status ApplyPolicy(const json& doc, const std::string& path, PolicyConfig& polic
 
 Status CheckLimits(const Limits& l, const std::string& path) {
   if (!(l.timeout_s > 0)) return Invalid(path + ".timeout_s", "must be positive");
-  if (l.memory_bytes < (16LL << 20)) return Invalid(path + ".memory_bytes", "must be at least 16 MiB");
+  if (l.memory_bytes < (16LL << 20))
+    return Invalid(path + ".memory_bytes", "must be at least 16 MiB");
   if (!(l.cpus > 0)) return Invalid(path + ".cpus", "must be positive");
   if (l.pids < 8) return Invalid(path + ".pids", "must be at least 8");
   if (l.nproc < 1) return Invalid(path + ".nproc", "must be positive");
@@ -325,9 +328,11 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
     }
     std::stringstream text;
     text << in.rdbuf();
-    json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+    json doc =
+        json::parse(text.str(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
     if (doc.is_discarded()) {
-      return Error(ErrorCode::kInvalidArgument, "configuration file " + *config_file + " is not valid JSON");
+      return Error(ErrorCode::kInvalidArgument,
+                   "configuration file " + *config_file + " is not valid JSON");
     }
     auto applied = ApplyJson(std::move(out.config), doc);
     if (!applied.ok()) return applied.error().WithContext(*config_file);
@@ -378,7 +383,8 @@ Status Validate(const Config& config) {
   }
   bool any_tls = !d.tls_ca.empty() || !d.tls_cert.empty() || !d.tls_key.empty();
   bool all_tls = !d.tls_ca.empty() && !d.tls_cert.empty() && !d.tls_key.empty();
-  if (any_tls && !all_tls) return Invalid("docker.tls_*", "set tls_ca, tls_cert and tls_key together");
+  if (any_tls && !all_tls)
+    return Invalid("docker.tls_*", "set tls_ca, tls_cert and tls_key together");
   if (d.call_timeout.count() <= 0) return Invalid("docker.call_timeout_ms", "must be positive");
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
   if (!kLevels.contains(config.log_level)) {
@@ -390,7 +396,8 @@ Status Validate(const Config& config) {
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");
-  if (o.figure_dpi < 10 || o.figure_dpi > 600) return Invalid("output.figure_dpi", "must be 10-600");
+  if (o.figure_dpi < 10 || o.figure_dpi > 600)
+    return Invalid("output.figure_dpi", "must be 10-600");
   if (o.max_files < 0) return Invalid("output.max_files", "must not be negative");
   if (o.max_files_bytes < 0) return Invalid("output.max_files_bytes", "must not be negative");
   if (config.pools.empty()) return Invalid("pools", "at least one pool is required");
@@ -399,14 +406,18 @@ Status Validate(const Config& config) {
     const auto& p = config.pools[i];
     std::string path = "pools[" + std::to_string(i) + "]";
     if (p.name.empty()) return Invalid(path + ".name", "must not be empty");
-    if (!names.insert(p.name).second) return Invalid(path + ".name", "duplicate pool \"" + p.name + "\"");
+    if (!names.insert(p.name).second)
+      return Invalid(path + ".name", "duplicate pool \"" + p.name + "\"");
     if (p.image.empty()) return Invalid(path + ".image", "must not be empty");
-    if (p.python.empty() || p.python[0] != '/') return Invalid(path + ".python", "must be an absolute path");
+    if (p.python.empty() || p.python[0] != '/')
+      return Invalid(path + ".python", "must be an absolute path");
     if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
     if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
     if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");
-    if (p.max_concurrent_starts < 1) return Invalid(path + ".max_concurrent_starts", "must be at least 1");
-    if (p.acquire_timeout.count() <= 0) return Invalid(path + ".acquire_timeout_ms", "must be positive");
+    if (p.max_concurrent_starts < 1)
+      return Invalid(path + ".max_concurrent_starts", "must be at least 1");
+    if (p.acquire_timeout.count() <= 0)
+      return Invalid(path + ".acquire_timeout_ms", "must be positive");
     if (p.max_age.count() <= 0) return Invalid(path + ".max_age_s", "must be positive");
     if (p.max_runs < 1) return Invalid(path + ".max_runs", "must be at least 1");
     if (p.zygote_memory_bytes < (64LL << 20)) {

@@ -6,18 +6,30 @@ namespace sandbox {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kBusy: return "busy";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kLimit: return "limit";
-    case ErrorCode::kProtocol: return "protocol";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kEngine: return "engine";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kBusy:
+      return "busy";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kLimit:
+      return "limit";
+    case ErrorCode::kProtocol:
+      return "protocol";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kEngine:
+      return "engine";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

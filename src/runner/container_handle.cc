@@ -6,8 +6,8 @@ namespace sandbox::runner {
 
 void ContainerHandle::Kill() const {
   if (id_.empty() || client_ == nullptr) return;
-  auto status = client_->KillContainer(id_, "SIGKILL",
-                                       docker::CallOptions::Within(std::chrono::seconds(10)));
+  auto status =
+      client_->KillContainer(id_, "SIGKILL", docker::CallOptions::Within(std::chrono::seconds(10)));
   // 409 (not running) means it is already dead, which is what was asked.
   if (!status.ok() && status.error().code() != ErrorCode::kConflict && logger_) {
     logger_->warn("kill container {}: {}", short_id(), status.error().ToString());
@@ -19,8 +19,8 @@ void ContainerHandle::Remove() {
   docker::RemoveOptions options;
   options.force = true;
   options.volumes = true;
-  auto status = client_->RemoveContainer(id_, options,
-                                         docker::CallOptions::Within(std::chrono::seconds(30)));
+  auto status =
+      client_->RemoveContainer(id_, options, docker::CallOptions::Within(std::chrono::seconds(30)));
   if (!status.ok() && status.error().code() != ErrorCode::kNotFound && logger_) {
     logger_->error("remove container {}: {}", short_id(), status.error().ToString());
   }

@@ -39,9 +39,10 @@ inline std::string TestInstanceId(const std::string& suite) {
 }
 
 inline std::shared_ptr<spdlog::logger> TestLogger(const std::string& name) {
-  auto logger = std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(std::getenv("SANDBOX_TEST_DEBUG") != nullptr ? spdlog::level::debug
-                                                                  : spdlog::level::warn);
+                                                                 : spdlog::level::warn);
   return logger;
 }
 
@@ -64,10 +65,12 @@ class Engine {
       std::abort();
     }
     client_ = std::move(*client);
-    auto profile = policy::ContainerProfile::LoadFile(SourceDir() + "/policies/seccomp-container.json");
+    auto profile =
+        policy::ContainerProfile::LoadFile(SourceDir() + "/policies/seccomp-container.json");
     auto filter = policy::RunFilter::LoadFile(SourceDir() + "/policies/seccomp-run.json");
     if (!profile.ok() || !filter.ok()) {
-      ADD_FAILURE() << "policies: " << (!profile.ok() ? profile.error().ToString() : filter.error().ToString());
+      ADD_FAILURE() << "policies: "
+                    << (!profile.ok() ? profile.error().ToString() : filter.error().ToString());
       std::abort();
     }
     profile_ = profile->compact_json();

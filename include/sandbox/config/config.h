@@ -7,11 +7,10 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/core/result.h"
 
@@ -19,16 +18,16 @@ namespace sandbox::config {
 
 // Resource limits of one run. A pool sets them; a request may narrow (never widen) them.
 struct Limits {
-  double timeout_s = 30.0;                    // wall time of one run
-  std::int64_t memory_bytes = 512LL << 20;    // the run's memory budget; swap is set equal (none)
-  double cpus = 1.0;                          // CPU share of the container (NanoCpus)
-  std::int64_t pids = 128;                    // cgroup pids limit of the container
-  std::int64_t nproc = 256;                   // RLIMIT_NPROC of the run (counts the uid host-wide)
-  std::int64_t nofile = 256;                  // RLIMIT_NOFILE of the run
-  std::int64_t fsize_bytes = 64LL << 20;      // RLIMIT_FSIZE: largest file the run may write
-  std::int64_t tmpfs_bytes = 64LL << 20;      // size of the run's /tmp and work directory tmpfs
-  std::int64_t output_bytes = 1LL << 20;      // stdout+stderr bytes before the run is killed
-  std::int64_t cpu_s = 0;                     // RLIMIT_CPU seconds; 0 = derived from timeout_s
+  double timeout_s = 30.0;                  // wall time of one run
+  std::int64_t memory_bytes = 512LL << 20;  // the run's memory budget; swap is set equal (none)
+  double cpus = 1.0;                        // CPU share of the container (NanoCpus)
+  std::int64_t pids = 128;                  // cgroup pids limit of the container
+  std::int64_t nproc = 256;                 // RLIMIT_NPROC of the run (counts the uid host-wide)
+  std::int64_t nofile = 256;                // RLIMIT_NOFILE of the run
+  std::int64_t fsize_bytes = 64LL << 20;    // RLIMIT_FSIZE: largest file the run may write
+  std::int64_t tmpfs_bytes = 64LL << 20;    // size of the run's /tmp and work directory tmpfs
+  std::int64_t output_bytes = 1LL << 20;    // stdout+stderr bytes before the run is killed
+  std::int64_t cpu_s = 0;                   // RLIMIT_CPU seconds; 0 = derived from timeout_s
 
   // The default ceiling a request may raise its limits to.
   static Limits DefaultMaxima() {
@@ -48,8 +47,8 @@ struct Limits {
 
 // Bounds on what comes back from a run.
 struct OutputOptions {
-  int max_figures = 16;                       // PNGs per run
-  int max_figure_px = 4096;                   // width and height bound of one figure
+  int max_figures = 16;      // PNGs per run
+  int max_figure_px = 4096;  // width and height bound of one figure
   int figure_dpi = 100;
   int max_files = 32;                         // files returned from the work directory
   std::int64_t max_files_bytes = 16LL << 20;  // their total size
@@ -62,18 +61,18 @@ struct PoolConfig {
   PoolMode mode = PoolMode::kRecycle;
   std::string image = "sandbox-mcp-python:latest";
   std::string python = "/snekbin/python/default/bin/python";  // works in Snekbox images too
-  std::string runtime;                         // "" = engine default (runc); "runsc" = gVisor
+  std::string runtime;  // "" = engine default (runc); "runsc" = gVisor
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib"};
-  bool warm_plot = true;                       // draw one figure before forking (warms fonts)
-  int min_idle = 2;                            // containers kept warm and waiting
-  int max_total = 8;                           // containers at most, busy + idle + starting
-  int max_concurrent_starts = 2;               // container starts in flight at once
+  bool warm_plot = true;                             // draw one figure before forking (warms fonts)
+  int min_idle = 2;                                  // containers kept warm and waiting
+  int max_total = 8;                                 // containers at most, busy + idle + starting
+  int max_concurrent_starts = 2;                     // container starts in flight at once
   std::chrono::milliseconds acquire_timeout{10000};  // past it the caller gets kBusy
-  std::chrono::seconds max_age{3600};          // a container older than this is replaced
-  int max_runs = 500;                          // recycle: runs served before replacement
-  std::int64_t zygote_memory_bytes = 256LL << 20;  // recycle: added to the run budget
-  Limits limits;                               // defaults for runs in this pool
-  Limits max_limits = Limits::DefaultMaxima();  // the most a request may ask for
+  std::chrono::seconds max_age{3600};                // a container older than this is replaced
+  int max_runs = 500;                                // recycle: runs served before replacement
+  std::int64_t zygote_memory_bytes = 256LL << 20;    // recycle: added to the run budget
+  Limits limits;                                     // defaults for runs in this pool
+  Limits max_limits = Limits::DefaultMaxima();       // the most a request may ask for
 };
 
 struct DockerConfig {
@@ -88,12 +87,12 @@ struct DockerConfig {
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
-  bool stdio = false;                          // MCP over stdin/stdout instead of HTTP
-  std::string token;                           // bearer token; required beyond loopback
-  int http_threads = 64;                       // HTTP workers; streams each hold one
-  std::int64_t max_body_bytes = 8LL << 20;     // larger request bodies get 413
-  std::vector<std::string> allowed_origins;    // extra Origins accepted besides loopback ones
-  std::vector<std::string> allowed_hosts;      // extra Host names accepted besides loopback ones
+  bool stdio = false;                        // MCP over stdin/stdout instead of HTTP
+  std::string token;                         // bearer token; required beyond loopback
+  int http_threads = 64;                     // HTTP workers; streams each hold one
+  std::int64_t max_body_bytes = 8LL << 20;   // larger request bodies get 413
+  std::vector<std::string> allowed_origins;  // extra Origins accepted besides loopback ones
+  std::vector<std::string> allowed_hosts;    // extra Host names accepted besides loopback ones
 };
 
 struct PolicyConfig {
@@ -107,7 +106,7 @@ struct Config {
   PolicyConfig policy;
   std::vector<PoolConfig> pools = {PoolConfig{}};
   std::string default_pool = "default";
-  std::string log_level = "info";              // trace, debug, info, warn, error
+  std::string log_level = "info";  // trace, debug, info, warn, error
   OutputOptions output;
   // Labels every container of this server carries: io.sandbox-mcp.managed=true plus
   // io.sandbox-mcp.instance=<instance_id>, used for crash recovery.

@@ -3,11 +3,10 @@
 // tests of the protocol layers use a fake.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/core/result.h"
 #include "sandbox/exec/cancel_token.h"

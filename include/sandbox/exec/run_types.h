@@ -77,9 +77,9 @@ struct OutputFile {
 struct RunResult {
   Verdict verdict = Verdict::kInternal;
   int exit_code = -1;
-  std::optional<int> signal;        // the signal that killed the run, if any
-  std::int64_t duration_ms = 0;     // from the code's start to its end
-  std::string stdout_text;          // raw bytes as written (may be invalid UTF-8)
+  std::optional<int> signal;     // the signal that killed the run, if any
+  std::int64_t duration_ms = 0;  // from the code's start to its end
+  std::string stdout_text;       // raw bytes as written (may be invalid UTF-8)
   std::string stderr_text;
   std::optional<std::string> value;  // repr of a final expression, as in a notebook cell
   std::optional<Traceback> traceback;

@@ -13,10 +13,9 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"

@@ -81,8 +81,8 @@ class SandboxService final : public exec::ExecutionService {
     std::unique_ptr<pool::WarmPool> pool;
   };
 
-  SandboxService(const config::Config& config, const docker::Client& client,
-                 ServiceOptions options, std::shared_ptr<spdlog::logger> logger);
+  SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
+                 std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
 
   const config::Config& config_;

@@ -12,8 +12,8 @@
 namespace sandbox {
 namespace {
 
-using ::testing::HasSubstr;
 using sandbox::testing::Engine;
+using ::testing::HasSubstr;
 
 TEST(ImageTest, CarriesItsSourceHash) {
   auto image = Engine::Get().client().InspectImage(sandbox::testing::TestImage());

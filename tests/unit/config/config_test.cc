@@ -36,7 +36,8 @@ TEST(ConfigTest, ListenBeyondLoopbackRequiresToken) {
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message().find("SANDBOX_MCP_TOKEN"), std::string::npos);
 
-  auto with_token = Parse({"--listen", "0.0.0.0:9000"}, {{"SANDBOX_MCP_TOKEN", "0123456789abcdef"}});
+  auto with_token =
+      Parse({"--listen", "0.0.0.0:9000"}, {{"SANDBOX_MCP_TOKEN", "0123456789abcdef"}});
   ASSERT_TRUE(with_token.ok());
   EXPECT_EQ(with_token->config.server.listen_port, 9000);
   EXPECT_TRUE(Validate(with_token->config).ok());

@@ -8,8 +8,9 @@ namespace sandbox::exec {
 namespace {
 
 TEST(VerdictTest, NamesRoundTrip) {
-  for (auto v : {Verdict::kOk, Verdict::kError, Verdict::kTimeout, Verdict::kMemory,
-                 Verdict::kOutputLimit, Verdict::kCancelled, Verdict::kSignal, Verdict::kInternal}) {
+  for (auto v :
+       {Verdict::kOk, Verdict::kError, Verdict::kTimeout, Verdict::kMemory, Verdict::kOutputLimit,
+        Verdict::kCancelled, Verdict::kSignal, Verdict::kInternal}) {
     auto parsed = ParseVerdict(VerdictName(v));
     ASSERT_TRUE(parsed.has_value());
     EXPECT_EQ(*parsed, v);
