@@ -1,9 +1,12 @@
 // sandbox-mcp: builds every component from the validated configuration and runs the server.
 // Everything is constructed here and passed down; nothing is global.
+#include <httplib.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -11,11 +14,19 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <httplib.h>
+#include <vector>
 
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/http/legacy_sse_transport.h"
+#include "sandbox/http/request_guard.h"
+#include "sandbox/http/server_setup.h"
+#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/mcp/conformance_tools.h"
+#include "sandbox/mcp/dispatcher.h"
+#include "sandbox/mcp/run_python_tool.h"
+#include "sandbox/mcp/sandbox_info_tool.h"
+#include "sandbox/mcp/stdio_transport.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
 #include "sandbox/service/sandbox_service.h"
@@ -56,16 +67,65 @@ int Fail(const std::shared_ptr<spdlog::logger>& logger, const Error& error) {
   return 1;
 }
 
+// --conformance-fixtures is a test-only switch (registers the official conformance suite's
+// fixture tools); it is taken out here so the configuration's parser never sees it.
+bool TakeFlag(std::vector<char*>& args, std::string_view flag) {
+  bool found = false;
+  for (auto it = args.begin(); it != args.end();) {
+    if (*it != nullptr && flag == *it) {
+      it = args.erase(it);
+      found = true;
+    } else {
+      ++it;
+    }
+  }
+  return found;
+}
+
+constexpr const char* kInstructions =
+    "This server runs Python code in isolated, network-less sandboxes. Use run_python to "
+    "compute, analyse data (numpy, pandas, scipy, sympy) and draw plots (matplotlib: every "
+    "figure comes back as a PNG image). Use sandbox_info to see installed packages and limits.";
+
+sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
+                                        sandbox::exec::ExecutionService& service,
+                                        bool conformance_fixtures,
+                                        const std::shared_ptr<spdlog::logger>& logger) {
+  sandbox::mcp::RunPythonOptions run_options;
+  if (const auto* pool = sandbox::config::FindPool(config, config.default_pool)) {
+    run_options.default_timeout_s = pool->limits.timeout_s;
+    run_options.max_timeout_s = pool->max_limits.timeout_s;
+    run_options.memory_bytes = pool->limits.memory_bytes;
+    run_options.output_bytes = pool->limits.output_bytes;
+  }
+  sandbox::mcp::ToolRegistry tools;
+  tools.Add(std::make_unique<sandbox::mcp::RunPythonTool>(service, run_options));
+  tools.Add(std::make_unique<sandbox::mcp::SandboxInfoTool>(service));
+  if (conformance_fixtures) {
+    logger->warn("--conformance-fixtures: registering the conformance suite's test tools");
+    for (auto& tool : sandbox::mcp::MakeConformanceTools()) tools.Add(std::move(tool));
+  }
+  sandbox::mcp::ServerIdentity identity;
+  identity.version = SANDBOX_VERSION;
+  identity.instructions = kInstructions;
+  return sandbox::mcp::Dispatcher(identity, std::move(tools), logger);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto parsed = sandbox::config::ParseCommandLine(argc, argv, Environment());
+  std::vector<char*> args(argv, argv + argc);
+  const bool conformance_fixtures = TakeFlag(args, "--conformance-fixtures");
+  auto parsed =
+      sandbox::config::ParseCommandLine(static_cast<int>(args.size()), args.data(), Environment());
   if (!parsed.ok()) {
     std::cerr << "sandbox-mcp: " << parsed.error().message() << "\n";
     return 2;
   }
   if (parsed->help) {
-    std::cout << sandbox::config::UsageText();
+    std::cout << sandbox::config::UsageText()
+              << "  --conformance-fixtures  register the MCP conformance suite's test tools "
+                 "(testing only)\n";
     return 0;
   }
   if (parsed->version) {
@@ -77,7 +137,8 @@ int main(int argc, char** argv) {
   // Logs go to stderr: with --stdio, stdout carries the protocol.
   auto logger = spdlog::stderr_color_mt("sandbox-mcp");
   logger->set_level(spdlog::level::from_str(config.log_level));
-  if (auto valid = sandbox::config::Validate(config); !valid.ok()) return Fail(logger, valid.error());
+  if (auto valid = sandbox::config::Validate(config); !valid.ok())
+    return Fail(logger, valid.error());
 
   // Handle termination signals on one thread (sigwait), so no other thread is interrupted.
   sigset_t signals;
@@ -87,7 +148,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that vanishes must not kill the server
 
-  auto profile = sandbox::policy::ContainerProfile::LoadFile(ResolvePolicy(config.policy.container_seccomp));
+  auto profile =
+      sandbox::policy::ContainerProfile::LoadFile(ResolvePolicy(config.policy.container_seccomp));
   if (!profile.ok()) return Fail(logger, profile.error());
   auto run_filter = sandbox::policy::RunFilter::LoadFile(ResolvePolicy(config.policy.run_seccomp));
   if (!run_filter.ok()) return Fail(logger, run_filter.error());
@@ -96,15 +158,17 @@ int main(int argc, char** argv) {
   sandbox::docker::ClientOptions client_options;
   client_options.transport.host = config.docker.host;
   if (!config.docker.tls_ca.empty()) {
-    client_options.transport.tls =
-        sandbox::docker::TlsOptions{config.docker.tls_ca, config.docker.tls_cert, config.docker.tls_key, true};
+    client_options.transport.tls = sandbox::docker::TlsOptions{
+        config.docker.tls_ca, config.docker.tls_cert, config.docker.tls_key, true};
   }
   client_options.call_timeout = config.docker.call_timeout;
   auto client = sandbox::docker::Client::Connect(curl, client_options);
   if (!client.ok()) {
-    return Fail(logger, client.error().WithContext("cannot reach the Docker engine at " + config.docker.host));
+    return Fail(logger, client.error().WithContext("cannot reach the Docker engine at " +
+                                                   config.docker.host));
   }
-  logger->info("Docker engine at {} (API {})", config.docker.host, (*client)->api_version().ToString());
+  logger->info("Docker engine at {} (API {})", config.docker.host,
+               (*client)->api_version().ToString());
 
   auto leftovers = sandbox::service::RemoveLeftovers(**client, config.instance_id, logger);
   if (!leftovers.ok()) return Fail(logger, leftovers.error());
@@ -112,18 +176,64 @@ int main(int argc, char** argv) {
   sandbox::service::ServiceOptions service_options;
   service_options.container_seccomp_json = profile->compact_json();
   service_options.run_filter_bpf = run_filter->bpf();
-  auto service = sandbox::service::SandboxService::Create(config, **client, service_options, logger);
+  auto service =
+      sandbox::service::SandboxService::Create(config, **client, service_options, logger);
   if (!service.ok()) return Fail(logger, service.error());
   (*service)->Start();
 
+  sandbox::mcp::Dispatcher dispatcher =
+      MakeDispatcher(config, **service, conformance_fixtures, logger);
+
+  if (config.server.stdio) {
+    sandbox::mcp::StdioOptions stdio_options;
+    stdio_options.max_message_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+    sandbox::mcp::StdioTransport stdio(dispatcher, stdio_options, logger);
+    std::atomic<bool> input_closed{false};
+    std::thread signal_thread([&] {
+      int received = 0;
+      sigwait(&signals, &received);
+      if (input_closed.load()) return;
+      logger->info("signal {} received, cancelling runs and shutting down", received);
+      stdio.Stop();
+    });
+    logger->info("serving MCP on stdin/stdout");
+    stdio.Run(STDIN_FILENO, STDOUT_FILENO);
+    input_closed.store(true);
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    signal_thread.join();
+    (*service)->Shutdown();
+    logger->info("stopped; all sandbox containers removed");
+    return 0;
+  }
+
+  sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{config.server.token,
+                                                                config.server.allowed_hosts,
+                                                                config.server.allowed_origins,
+                                                                {"/healthz"}});
+  sandbox::http::HttpServerOptions http_options;
+  http_options.threads = config.server.http_threads;
+  http_options.max_body_bytes = config.server.max_body_bytes;
   httplib::Server http;
+  sandbox::http::ConfigureHttpServer(http, http_options, guard);
+
+  sandbox::http::StreamableHttpOptions streamable_options;
+  streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  sandbox::http::StreamableHttpTransport streamable(dispatcher, streamable_options, logger);
+  streamable.Register(http, "/mcp");
+  sandbox::http::LegacySseOptions legacy_options;
+  legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  sandbox::http::LegacySseTransport legacy(dispatcher, legacy_options, logger);
+  legacy.Register(http, "/sse", "/messages");
+
   http.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
     auto ping = (*client)->Ping(sandbox::docker::CallOptions::Within(std::chrono::seconds(2)));
     nlohmann::json body = {{"status", ping.ok() ? "ok" : "degraded"},
                            {"engine", ping.ok() ? "reachable" : ping.error().message()}};
     nlohmann::json pools = nlohmann::json::array();
     for (const auto& [name, stats] : (*service)->PoolStats()) {
-      pools.push_back({{"name", name}, {"idle", stats.idle}, {"leased", stats.leased},
+      pools.push_back({{"name", name},
+                       {"idle", stats.idle},
+                       {"leased", stats.leased},
                        {"starting", stats.starting}});
     }
     body["pools"] = pools;
@@ -135,16 +245,21 @@ int main(int argc, char** argv) {
     int received = 0;
     sigwait(&signals, &received);
     logger->info("signal {} received, shutting down", received);
+    // Cancel the runs first: their streams then end, and stop() does not wait on them.
+    streamable.Shutdown();
+    legacy.Shutdown();
     http.stop();
   });
 
   if (!http.bind_to_port(config.server.listen_host, config.server.listen_port)) {
-    logger->critical("cannot listen on {}:{}", config.server.listen_host, config.server.listen_port);
+    logger->critical("cannot listen on {}:{}", config.server.listen_host,
+                     config.server.listen_port);
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     return 1;
   }
-  logger->info("listening on http://{}:{}", config.server.listen_host, config.server.listen_port);
+  logger->info("listening on http://{}:{} (MCP at /mcp, legacy SSE at /sse)",
+               config.server.listen_host, config.server.listen_port);
   http.listen_after_bind();
 
   signal_thread.join();

@@ -1,0 +1,32 @@
+// How the server's httplib::Server is configured for MCP: a worker pool large enough that open
+// SSE streams (each holds a worker for its life) never starve short requests such as a
+// notifications/cancelled POST, a request body limit (413 beyond it), timeouts that suit long
+// streams, keep-alive, and the RequestGuard.
+// Thread-safety: call before listening, from the thread that owns the server.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sandbox/http/request_guard.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace sandbox::http {
+
+struct HttpServerOptions {
+  int threads = 64;                         // workers; one per open stream or request
+  std::int64_t max_body_bytes = 8LL << 20;  // larger bodies get 413
+  int read_timeout_s = 30;                  // to receive a request
+  int write_timeout_s = 30;                 // for one write to a slow client
+  int keep_alive_timeout_s = 30;
+  std::size_t keep_alive_max_requests = 1000;
+};
+
+// `guard` must outlive the server (the pre-routing handler refers to it).
+void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
+                         const RequestGuard& guard);
+
+}  // namespace sandbox::http

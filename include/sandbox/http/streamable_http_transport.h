@@ -1,0 +1,92 @@
+// StreamableHttpTransport: MCP Streamable HTTP (2025-03-26 .. 2025-11-25) at one path (/mcp).
+//
+// POST carries one message (or a 2025-03-26 batch):
+//   - Accept must allow application/json and text/event-stream (406), Content-Type must be
+//     application/json (415), the body at most max_body_bytes (413), valid JSON (400, -32700).
+//   - initialize creates a session and returns Mcp-Session-Id (256 random bits, hex). Every
+//     later request needs it: missing 400, unknown or ended 404 (-32001).
+//   - MCP-Protocol-Version, when sent, must be a supported version (400); absent means the
+//     negotiated one.
+//   - Notifications and responses: 202, empty body.
+//   - tools/call: answered as an SSE stream (its progress and log notifications, then the
+//     response, then the stream ends); every other request: one application/json body.
+// DELETE ends a session (its runs are cancelled): 200. GET: 405 with Allow (no server-initiated
+// stream; the server sends no requests and no list-changed notifications).
+//
+// A dropped connection cancels the request whose stream it carried: this transport keeps no
+// replay buffer, so a response whose stream is gone could never be delivered, and a sandbox
+// running for nobody only takes capacity from others (2026-07-28 makes this the rule).
+//
+// Thread-safety: handlers run on httplib workers concurrently; Shutdown() from any thread.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "sandbox/http/sse_channel.h"
+#include "sandbox/mcp/dispatcher.h"
+#include "sandbox/mcp/session.h"
+#include "sandbox/mcp/task_group.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace sandbox::http {
+
+struct StreamableHttpOptions {
+  std::size_t max_body_bytes = 8 << 20;
+  std::size_t max_sessions = 10000;             // initialize beyond it: 503
+  std::chrono::seconds session_idle_ttl{3600};  // idle sessions without runs are forgotten
+  std::size_t max_concurrent_calls = 256;       // tools/call in flight across sessions
+  SseOptions sse;
+};
+
+class StreamableHttpTransport {
+ public:
+  StreamableHttpTransport(mcp::Dispatcher& dispatcher, StreamableHttpOptions options,
+                          std::shared_ptr<spdlog::logger> logger);
+  ~StreamableHttpTransport();
+  StreamableHttpTransport(const StreamableHttpTransport&) = delete;
+  StreamableHttpTransport& operator=(const StreamableHttpTransport&) = delete;
+
+  void Register(httplib::Server& server, const std::string& path = "/mcp");
+  // Ends every session (cancelling their runs), refuses new requests (503) and waits for the
+  // running calls to finish. Idempotent.
+  void Shutdown();
+  std::size_t session_count() const;
+
+ private:
+  struct HttpSession {
+    std::string id;
+    mcp::Session mcp;
+    std::chrono::steady_clock::time_point last_used;
+  };
+
+  void HandlePost(const httplib::Request& req, httplib::Response& res);
+  void HandleDelete(const httplib::Request& req, httplib::Response& res);
+  std::shared_ptr<HttpSession> CreateSession();
+  std::shared_ptr<HttpSession> FindSession(const std::string& id);
+  void RemoveSession(const std::string& id);
+  void StreamCall(const std::shared_ptr<HttpSession>& session, nlohmann::json message,
+                  httplib::Response& res);
+
+  mcp::Dispatcher& dispatcher_;
+  const StreamableHttpOptions options_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::atomic<bool> shutting_down_{false};
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<HttpSession>> sessions_;
+  mcp::TaskGroup tasks_;
+};
+
+}  // namespace sandbox::http

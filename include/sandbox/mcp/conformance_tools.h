@@ -1,0 +1,18 @@
+// Fixture tools of the official MCP conformance suite (@modelcontextprotocol/conformance 0.1.13,
+// the reference "everything" server's names): test_simple_text, test_image_content,
+// test_audio_content, test_embedded_resource, test_multiple_content_types,
+// test_tool_with_logging, test_tool_with_progress, test_error_handling and
+// json_schema_2020_12_tool. Registered only with --conformance-fixtures, never by default.
+// Thread-safety: the tools are stateless.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sandbox/mcp/tool.h"
+
+namespace sandbox::mcp {
+
+std::vector<std::unique_ptr<Tool>> MakeConformanceTools();
+
+}  // namespace sandbox::mcp

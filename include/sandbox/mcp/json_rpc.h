@@ -1,0 +1,67 @@
+// JSON-RPC 2.0 as MCP uses it: the envelope check of one incoming message, the error codes, and
+// builders for the messages the server sends. Ids are kept as the JSON value received, so `1`
+// and `"1"` stay different requests and each is echoed exactly.
+// Thread-safety: stateless functions and value types; safe from any thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace sandbox::mcp {
+
+using json = nlohmann::json;
+
+// Error codes of JSON-RPC 2.0, plus the MCP transport's own.
+namespace rpc_code {
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kServerError = -32000;      // transport-level refusals (HTTP 4xx bodies)
+inline constexpr int kSessionNotFound = -32001;  // Streamable HTTP: unknown or ended session
+}  // namespace rpc_code
+
+struct RpcError {
+  int code = rpc_code::kInternalError;
+  std::string message;
+};
+
+enum class MessageKind { kRequest, kNotification, kResponse };
+
+// One valid incoming message.
+struct Message {
+  MessageKind kind = MessageKind::kRequest;
+  json id;  // requests and responses: the id exactly as received; null for notifications
+  std::string method;
+  json params;  // the params member, or null when absent
+};
+
+// Why a message is not valid JSON-RPC, and the id to answer with (null when unknowable).
+struct InvalidMessage {
+  RpcError error;
+  json id;
+};
+
+// Checks the envelope: an object, "jsonrpc": "2.0", a string method (requests, notifications)
+// or a result/error (responses), an id that is a string or a number, params an object or array.
+std::variant<Message, InvalidMessage> ParseMessage(const json& value);
+
+// Parses text without exceptions; a discarded value (is_discarded()) on malformed JSON,
+// including invalid UTF-8 inside strings.
+json ParseJsonText(std::string_view text);
+
+json MakeResult(const json& id, json result);
+json MakeError(const json& id, const RpcError& error);
+json MakeNotification(std::string_view method, json params);
+
+// Serializes on one line; invalid UTF-8 that slipped into a string becomes U+FFFD instead of an
+// exception.
+std::string DumpJson(const json& value);
+
+// A key that tells ids apart by type and value (1 -> "1", "1" -> "\"1\"").
+std::string IdKey(const json& id);
+
+}  // namespace sandbox::mcp

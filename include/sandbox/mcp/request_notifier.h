@@ -1,0 +1,43 @@
+// RequestNotifier: sends the notifications that belong to one tools/call request: progress
+// (only when the request carried _meta.progressToken) and log messages (only when the client set
+// a logging level, and only at or above it).
+// Thread-safety: every method may be called from any thread; messages leave in call order.
+#pragma once
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "sandbox/mcp/log_level.h"
+#include "sandbox/mcp/outbound.h"
+
+namespace sandbox::mcp {
+
+class RequestNotifier {
+ public:
+  // `progress_token`: null when the request asked for no progress. `log_threshold`: the
+  // session's level, unset when the client never called logging/setLevel.
+  RequestNotifier(Outbound& out, nlohmann::json progress_token,
+                  std::optional<LogLevel> log_threshold);
+
+  bool wants_progress() const { return !progress_token_.is_null(); }
+  bool WantsLog(LogLevel level) const { return log_threshold_ && level >= *log_threshold_; }
+
+  // notifications/progress with the next value: one more than the last one sent, so progress is
+  // strictly increasing however calls interleave. No-op without a progress token.
+  void Progress(const std::string& message);
+  // An explicit value; raised to last + 1 when it would not increase.
+  void ProgressValue(double progress, std::optional<double> total, const std::string& message);
+  // notifications/message when the level passes the client's threshold.
+  void Log(LogLevel level, const std::string& logger, nlohmann::json data);
+
+ private:
+  Outbound& out_;
+  const nlohmann::json progress_token_;
+  const std::optional<LogLevel> log_threshold_;
+  std::mutex mu_;
+  std::optional<double> last_progress_;
+};
+
+}  // namespace sandbox::mcp

@@ -1,0 +1,26 @@
+// How a run's result is shown to an MCP client: the CallToolResult of run_python.
+// structuredContent follows RunPythonOutputSchema(); content has one text block written for a
+// model to read (verdict, stdout, stderr, value, traceback, truncation markers), one image block
+// per figure, and each produced file as an embedded resource (text when its MIME type is text/*
+// or JSON and it is valid UTF-8, base64 blob otherwise) at sandbox://runs/<run_id>/files/<path>.
+// isError is true exactly when the verdict is not ok.
+// Thread-safety: stateless; safe from any thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "sandbox/exec/run_types.h"
+
+namespace sandbox::mcp {
+
+nlohmann::json FormatRunResult(const exec::RunResult& result, std::string_view run_id);
+
+// The JSON Schema of structuredContent.
+nlohmann::json RunPythonOutputSchema();
+
+// "sandbox://runs/<run_id>/files/<path>" with the path percent-encoded per segment.
+std::string FileUri(std::string_view run_id, std::string_view path);
+
+}  // namespace sandbox::mcp

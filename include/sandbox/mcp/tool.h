@@ -1,0 +1,33 @@
+// Tool: one MCP tool (run_python, sandbox_info, conformance fixtures). The dispatcher validates
+// the envelope of tools/call and hands the arguments object to the tool.
+// Thread-safety: Call() is invoked from many threads at once; implementations must allow it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sandbox/core/result.h"
+#include "sandbox/exec/cancel_token.h"
+#include "sandbox/mcp/request_notifier.h"
+
+namespace sandbox::mcp {
+
+// What a tool gets besides its arguments; valid for the duration of Call().
+struct ToolContext {
+  const exec::CancelToken& cancel;  // fires on notifications/cancelled or a dropped stream
+  RequestNotifier& notifier;        // progress and log notifications of this request
+};
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  virtual std::string name() const = 0;
+  // The tools/list entry: name, title?, description, inputSchema, outputSchema?, annotations?.
+  virtual nlohmann::json Definition() const = 0;
+  // Returns a CallToolResult ({content, structuredContent?, isError?}). Failures of the work
+  // itself are results with isError: true. An Error return becomes a JSON-RPC error:
+  // kInvalidArgument -> -32602 (the message names the field), anything else -> -32603.
+  virtual Result<nlohmann::json> Call(const nlohmann::json& arguments, ToolContext& context) = 0;
+};
+
+}  // namespace sandbox::mcp

@@ -1,0 +1,143 @@
+#include "sandbox/http/request_guard.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "http_util.h"
+
+namespace sandbox::http {
+namespace {
+
+// "host:port", "[v6]:port", "[v6]" or "host" -> the host name, lower-cased, brackets removed.
+std::string HostName(std::string_view authority) {
+  authority = detail::Trim(authority);
+  if (!authority.empty() && authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return {};
+    return detail::Lower(authority.substr(1, close - 1));
+  }
+  auto colon = authority.find(':');
+  if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos) {
+    return detail::Lower(authority);  // a bare IPv6 address
+  }
+  return detail::Lower(authority.substr(0, colon));
+}
+
+bool IsIpv4Loopback(std::string_view host) {
+  if (!host.starts_with("127.")) return false;
+  int parts = 0;
+  int digits = 0;
+  int value = 0;
+  for (char c : host) {
+    if (c == '.') {
+      if (digits == 0) return false;
+      ++parts;
+      digits = 0;
+      value = 0;
+    } else if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      if (++digits > 3 || value > 255) return false;
+    } else {
+      return false;
+    }
+  }
+  return parts == 3 && digits > 0;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  // Every byte of `a` is compared whatever `b` is, so timing tells nothing but a's length.
+  std::uint8_t diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::uint8_t other = b.empty() ? 0 : static_cast<std::uint8_t>(b[i % b.size()]);
+    diff = static_cast<std::uint8_t>(diff | (static_cast<std::uint8_t>(a[i]) ^ other));
+  }
+  return diff == 0;
+}
+
+std::string NormalizeOrigin(std::string_view origin) {
+  std::string out = detail::Lower(detail::Trim(origin));
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+bool IsLoopbackName(std::string_view host) {
+  return host == "localhost" || host == "::1" || IsIpv4Loopback(host);
+}
+
+RequestGuard::RequestGuard(GuardOptions options) : options_(std::move(options)) {}
+
+bool RequestGuard::HostAllowed(std::string_view host) const {
+  std::string name = HostName(host);
+  if (name.empty()) return false;
+  if (IsLoopbackName(name)) return true;
+  std::string full = detail::Lower(detail::Trim(host));
+  for (const auto& allowed : options_.allowed_hosts) {
+    std::string entry = detail::Lower(allowed);
+    if (entry == full || entry == name) return true;
+  }
+  return false;
+}
+
+bool RequestGuard::OriginAllowed(std::string_view origin) const {
+  std::string normalized = NormalizeOrigin(origin);
+  for (const auto& allowed : options_.allowed_origins) {
+    if (NormalizeOrigin(allowed) == normalized) return true;
+  }
+  auto scheme_end = normalized.find("://");
+  if (scheme_end == std::string::npos) return false;  // "null" and other opaque origins
+  std::string scheme = normalized.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return false;
+  std::string_view authority = std::string_view(normalized).substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find('/'));
+  return IsLoopbackName(HostName(authority));
+}
+
+bool RequestGuard::TokenMatches(std::string_view authorization) const {
+  authorization = detail::Trim(authorization);
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() < kScheme.size() ||
+      detail::Lower(authorization.substr(0, kScheme.size())) != kScheme) {
+    return false;
+  }
+  return ConstantTimeEquals(detail::Trim(authorization.substr(kScheme.size())), options_.token);
+}
+
+std::optional<Rejection> RequestGuard::Check(std::string_view path, std::string_view host,
+                                             bool has_origin, std::string_view origin,
+                                             std::string_view authorization) const {
+  if (std::find(options_.exempt_paths.begin(), options_.exempt_paths.end(), path) !=
+      options_.exempt_paths.end()) {
+    return std::nullopt;
+  }
+  if (!HostAllowed(host)) {
+    return Rejection{403,
+                     "Forbidden: Host header not allowed (DNS rebinding protection); add it "
+                     "to server.allowed_hosts to accept it"};
+  }
+  if (has_origin && !OriginAllowed(origin)) {
+    return Rejection{403, "Forbidden: Origin not allowed; add it to server.allowed_origins"};
+  }
+  if (!options_.token.empty() && !TokenMatches(authorization)) {
+    return Rejection{401, "Unauthorized: send Authorization: Bearer <token>"};
+  }
+  return std::nullopt;
+}
+
+void RequestGuard::Install(httplib::Server& server) const {
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    auto rejection = Check(req.path, req.get_header_value("Host"), req.has_header("Origin"),
+                           req.get_header_value("Origin"), req.get_header_value("Authorization"));
+    if (!rejection) return httplib::Server::HandlerResponse::Unhandled;
+    if (rejection->status == 401) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"sandbox-mcp\"");
+    }
+    detail::SendRpcError(res, rejection->status, mcp::rpc_code::kServerError, rejection->message);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
+}  // namespace sandbox::http

@@ -1,0 +1,277 @@
+#include "sandbox/http/streamable_http_transport.h"
+
+#include <httplib.h>
+
+#include "http_util.h"
+#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/mcp/protocol_version.h"
+#include "sandbox/mcp/random_id.h"
+
+namespace sandbox::http {
+namespace {
+
+using json = nlohmann::json;
+using mcp::rpc_code::kInvalidRequest;
+using mcp::rpc_code::kParseError;
+using mcp::rpc_code::kServerError;
+using mcp::rpc_code::kSessionNotFound;
+
+constexpr const char* kSessionHeader = "Mcp-Session-Id";
+constexpr const char* kVersionHeader = "MCP-Protocol-Version";
+
+// Sends each message of the request as an SSE event.
+class ChannelOutbound final : public mcp::Outbound {
+ public:
+  explicit ChannelOutbound(std::shared_ptr<SseChannel> channel) : channel_(std::move(channel)) {}
+  void Send(const json& message) override {
+    channel_->Push(FormatSseEvent("message", mcp::DumpJson(message)));
+  }
+
+ private:
+  std::shared_ptr<SseChannel> channel_;
+};
+
+bool IsInitialize(const json& message) {
+  return message.is_object() && message.contains("method") && message["method"] == "initialize";
+}
+
+bool IsRequest(const json& message) {
+  return message.is_object() && message.contains("method") && message.contains("id");
+}
+
+}  // namespace
+
+StreamableHttpTransport::StreamableHttpTransport(mcp::Dispatcher& dispatcher,
+                                                 StreamableHttpOptions options,
+                                                 std::shared_ptr<spdlog::logger> logger)
+    : dispatcher_(dispatcher),
+      options_(options),
+      logger_(std::move(logger)),
+      tasks_(options.max_concurrent_calls) {}
+
+StreamableHttpTransport::~StreamableHttpTransport() { Shutdown(); }
+
+void StreamableHttpTransport::Register(httplib::Server& server, const std::string& path) {
+  server.Post(
+      path, [this](const httplib::Request& req, httplib::Response& res) { HandlePost(req, res); });
+  server.Delete(path, [this](const httplib::Request& req, httplib::Response& res) {
+    HandleDelete(req, res);
+  });
+  auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Allow", "POST, DELETE");
+    detail::SendRpcError(res, 405, kServerError,
+                         "Method Not Allowed: this server opens no GET stream; POST messages");
+  };
+  server.Get(path, not_allowed);
+  server.Put(path, not_allowed);
+  server.Patch(path, not_allowed);
+}
+
+std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::CreateSession() {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    bool idle =
+        now - it->second->last_used > options_.session_idle_ttl && it->second->mcp.in_flight() == 0;
+    it = idle ? sessions_.erase(it) : std::next(it);
+  }
+  if (sessions_.size() >= options_.max_sessions) return nullptr;
+  auto session = std::make_shared<HttpSession>();
+  session->id = mcp::RandomHexId(32);
+  session->last_used = now;
+  sessions_.emplace(session->id, session);
+  return session;
+}
+
+std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::FindSession(
+    const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return nullptr;
+  it->second->last_used = std::chrono::steady_clock::now();
+  return it->second;
+}
+
+void StreamableHttpTransport::RemoveSession(const std::string& id) {
+  std::shared_ptr<HttpSession> session;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    session = it->second;
+    sessions_.erase(it);
+  }
+  session->mcp.End();
+}
+
+std::size_t StreamableHttpTransport::session_count() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+void StreamableHttpTransport::Shutdown() {
+  if (shutting_down_.exchange(true)) return;
+  std::map<std::string, std::shared_ptr<HttpSession>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, session] : sessions) session->mcp.End();
+  tasks_.Wait();
+}
+
+void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::Response& res) {
+  if (shutting_down_.load()) {
+    detail::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
+    return;
+  }
+  const std::string accept = req.get_header_value("Accept");
+  if (!detail::Accepts(accept, "application/json") ||
+      !detail::Accepts(accept, "text/event-stream")) {
+    detail::SendRpcError(res, 406, kServerError,
+                         "Not Acceptable: Accept must list application/json and text/event-stream");
+    return;
+  }
+  if (detail::MediaType(req.get_header_value("Content-Type")) != "application/json") {
+    detail::SendRpcError(res, 415, kServerError,
+                         "Unsupported Media Type: Content-Type must be application/json");
+    return;
+  }
+  if (req.body.size() > options_.max_body_bytes) {
+    detail::SendRpcError(
+        res, 413, kServerError,
+        "Payload Too Large: the limit is " + std::to_string(options_.max_body_bytes) + " bytes");
+    return;
+  }
+  if (req.has_header(kVersionHeader) &&
+      !mcp::IsSupportedProtocolVersion(req.get_header_value(kVersionHeader))) {
+    detail::SendRpcError(res, 400, kServerError,
+                         "Bad Request: unsupported MCP-Protocol-Version " +
+                             req.get_header_value(kVersionHeader) +
+                             " (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)");
+    return;
+  }
+  json message = mcp::ParseJsonText(req.body);
+  if (message.is_discarded()) {
+    detail::SendRpcError(res, 400, kParseError, "Parse error: the body is not valid JSON (UTF-8)");
+    return;
+  }
+
+  if (IsInitialize(message)) {
+    auto session = CreateSession();
+    if (session == nullptr) {
+      detail::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
+      return;
+    }
+    mcp::NullOutbound out;
+    auto response = dispatcher_.Handle(session->mcp, message, out);
+    if (!response || response->contains("error")) {
+      RemoveSession(session->id);
+      if (!response) {
+        res.status = 202;
+        return;
+      }
+      detail::SendJson(res, 200, *response);  // a JSON-RPC error, e.g. invalid params
+      return;
+    }
+    res.set_header(kSessionHeader, session->id);
+    detail::SendJson(res, 200, *response);
+    return;
+  }
+  if (message.is_array()) {
+    for (const auto& member : message) {
+      if (IsInitialize(member)) {
+        detail::SendRpcError(res, 400, kInvalidRequest,
+                             "Invalid Request: initialize must not be part of a batch");
+        return;
+      }
+    }
+  }
+
+  if (!req.has_header(kSessionHeader)) {
+    detail::SendRpcError(res, 400, kServerError,
+                         "Bad Request: Mcp-Session-Id header is required (send initialize first)");
+    return;
+  }
+  auto session = FindSession(req.get_header_value(kSessionHeader));
+  if (session == nullptr) {
+    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
+    return;
+  }
+
+  if (message.is_array()) {
+    mcp::NullOutbound out;
+    auto response = dispatcher_.HandleBatch(session->mcp, message, out);
+    if (!response) {
+      res.status = 202;
+      return;
+    }
+    detail::SendJson(res, 200, *response);
+    return;
+  }
+  if (!IsRequest(message)) {
+    // Notifications and client responses; an invalid envelope gets its error with 400.
+    mcp::NullOutbound out;
+    auto response = dispatcher_.Handle(session->mcp, message, out);
+    if (response) {
+      detail::SendJson(res, 400, *response);
+      return;
+    }
+    res.status = 202;
+    return;
+  }
+  if (mcp::Dispatcher::IsLongRunning(message)) {
+    StreamCall(session, std::move(message), res);
+    return;
+  }
+  mcp::NullOutbound out;
+  auto response = dispatcher_.Handle(session->mcp, message, out);
+  if (!response) {
+    res.status = 202;
+    return;
+  }
+  detail::SendJson(res, 200, *response);
+}
+
+void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& session, json message,
+                                         httplib::Response& res) {
+  auto channel = std::make_shared<SseChannel>();
+  const json id = message["id"];
+  // The stream is the only way the result can reach the client: when it goes, cancel the run.
+  std::weak_ptr<HttpSession> weak = session;
+  channel->OnAbandon([weak, id, logger = logger_] {
+    if (auto s = weak.lock(); s && s->mcp.CancelRequest(id)) {
+      logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
+    }
+  });
+  bool spawned = tasks_.Spawn([this, session, channel, message = std::move(message)] {
+    ChannelOutbound out(channel);
+    if (auto response = dispatcher_.Handle(session->mcp, message, out)) {
+      channel->Push(FormatSseEvent("message", mcp::DumpJson(*response)));
+    }
+    channel->Close();
+  });
+  if (!spawned) {
+    detail::SendRpcError(res, 503, kServerError,
+                         "Service Unavailable: too many tool calls in flight; retry later", id);
+    return;
+  }
+  ServeSse(res, channel, options_.sse);
+}
+
+void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_header(kSessionHeader)) {
+    detail::SendRpcError(res, 400, kServerError, "Bad Request: Mcp-Session-Id header is required");
+    return;
+  }
+  const std::string id = req.get_header_value(kSessionHeader);
+  if (FindSession(id) == nullptr) {
+    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
+    return;
+  }
+  RemoveSession(id);
+  logger_->info("session ended by the client");
+  res.status = 200;
+}
+
+}  // namespace sandbox::http

@@ -1,0 +1,154 @@
+#include "sandbox/mcp/conformance_tools.h"
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "sandbox/core/base64.h"
+
+namespace sandbox::mcp {
+namespace {
+
+using json = nlohmann::json;
+
+// A 1x1 PNG.
+constexpr std::string_view kPng =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg"
+    "==";
+
+// A WAV file: 8 kHz, mono, 16-bit, four silent samples.
+std::string TinyWav() {
+  std::string wav;
+  auto u32 = [&](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) wav.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  auto u16 = [&](std::uint16_t v) {
+    wav.push_back(static_cast<char>(v & 0xFF));
+    wav.push_back(static_cast<char>(v >> 8));
+  };
+  const std::uint32_t data_bytes = 8;
+  wav += "RIFF";
+  u32(36 + data_bytes);
+  wav += "WAVEfmt ";
+  u32(16);
+  u16(1);
+  u16(1);
+  u32(8000);
+  u32(16000);
+  u16(2);
+  u16(16);
+  wav += "data";
+  u32(data_bytes);
+  wav.append(data_bytes, '\0');
+  return wav;
+}
+
+json Text(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
+
+class FixtureTool final : public Tool {
+ public:
+  using Body = std::function<json(ToolContext&)>;
+  FixtureTool(std::string name, std::string description, Body body,
+              json input_schema = {{"type", "object"}, {"properties", json::object()}})
+      : name_(std::move(name)),
+        description_(std::move(description)),
+        body_(std::move(body)),
+        input_schema_(std::move(input_schema)) {}
+  std::string name() const override { return name_; }
+  json Definition() const override {
+    return {{"name", name_}, {"description", description_}, {"inputSchema", input_schema_}};
+  }
+  Result<json> Call(const json& /*arguments*/, ToolContext& context) override {
+    return body_(context);
+  }
+
+ private:
+  std::string name_;
+  std::string description_;
+  Body body_;
+  json input_schema_;
+};
+
+void Sleep50ms() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
+
+}  // namespace
+
+std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
+  std::vector<std::unique_ptr<Tool>> tools;
+  auto add = [&](std::string name, std::string description, FixtureTool::Body body,
+                 json schema = {{"type", "object"}, {"properties", json::object()}}) {
+    tools.push_back(std::make_unique<FixtureTool>(std::move(name), std::move(description),
+                                                  std::move(body), std::move(schema)));
+  };
+  add("test_simple_text", "Conformance fixture: returns simple text", [](ToolContext&) {
+    return json{{"content", {Text("This is a simple text response for testing.")}}};
+  });
+  add("test_image_content", "Conformance fixture: returns an image", [](ToolContext&) {
+    return json{{"content", {{{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}}}}};
+  });
+  add("test_audio_content", "Conformance fixture: returns audio", [](ToolContext&) {
+    return json{
+        {"content",
+         {{{"type", "audio"}, {"data", Base64Encode(TinyWav())}, {"mimeType", "audio/wav"}}}}};
+  });
+  add("test_embedded_resource", "Conformance fixture: returns an embedded resource",
+      [](ToolContext&) {
+        return json{{"content",
+                     {{{"type", "resource"},
+                       {"resource",
+                        {{"uri", "test://embedded-resource"},
+                         {"mimeType", "text/plain"},
+                         {"text", "This is an embedded resource content."}}}}}}};
+      });
+  add("test_multiple_content_types", "Conformance fixture: returns text, image and resource",
+      [](ToolContext&) {
+        return json{{"content",
+                     {Text("Multiple content types test:"),
+                      {{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}},
+                      {{"type", "resource"},
+                       {"resource",
+                        {{"uri", "test://mixed-content-resource"},
+                         {"mimeType", "application/json"},
+                         {"text", R"({"test":"data","value":123})"}}}}}}};
+      });
+  add("test_tool_with_logging", "Conformance fixture: sends three log messages",
+      [](ToolContext& ctx) {
+        ctx.notifier.Log(LogLevel::kInfo, "conformance", "Tool execution started");
+        Sleep50ms();
+        ctx.notifier.Log(LogLevel::kInfo, "conformance", "Tool processing data");
+        Sleep50ms();
+        ctx.notifier.Log(LogLevel::kInfo, "conformance", "Tool execution completed");
+        return json{{"content", {Text("Tool with logging executed successfully")}}};
+      });
+  add("test_tool_with_progress", "Conformance fixture: reports progress 0, 50, 100 of 100",
+      [](ToolContext& ctx) {
+        ctx.notifier.ProgressValue(0, 100, "");
+        Sleep50ms();
+        ctx.notifier.ProgressValue(50, 100, "");
+        Sleep50ms();
+        ctx.notifier.ProgressValue(100, 100, "");
+        return json{{"content", {Text("Tool with progress executed successfully")}}};
+      });
+  add("test_error_handling", "Conformance fixture: always fails", [](ToolContext&) {
+    return json{{"isError", true},
+                {"content", {Text("This tool intentionally returns an error for testing")}}};
+  });
+  add(
+      "json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features",
+      [](ToolContext&) {
+        return json{{"content", {Text("JSON Schema 2020-12 tool executed")}}};
+      },
+      json{{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+           {"type", "object"},
+           {"$defs",
+            {{"address",
+              {{"type", "object"},
+               {"properties",
+                {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
+           {"properties",
+            {{"name", {{"type", "string"}}}, {"address", {{"$ref", "#/$defs/address"}}}}},
+           {"additionalProperties", false}});
+  return tools;
+}
+
+}  // namespace sandbox::mcp

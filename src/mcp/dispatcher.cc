@@ -1,0 +1,210 @@
+#include "sandbox/mcp/dispatcher.h"
+
+#include <exception>
+
+#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/mcp/protocol_version.h"
+#include "sandbox/mcp/request_notifier.h"
+
+namespace sandbox::mcp {
+namespace {
+
+json ErrorResponse(const json& id, int code, std::string message) {
+  return MakeError(id, RpcError{code, std::move(message)});
+}
+
+json InvalidParams(const json& id, std::string message) {
+  return ErrorResponse(id, rpc_code::kInvalidParams, std::move(message));
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools,
+                       std::shared_ptr<spdlog::logger> logger)
+    : identity_(std::move(identity)), tools_(std::move(tools)), logger_(std::move(logger)) {}
+
+bool Dispatcher::IsLongRunning(const json& message) {
+  if (!message.is_object()) return false;
+  auto method = message.find("method");
+  return method != message.end() && *method == "tools/call" && message.contains("id");
+}
+
+std::optional<json> Dispatcher::HandleText(Session& session, std::string_view text, Outbound& out) {
+  json value = ParseJsonText(text);
+  if (value.is_discarded()) {
+    return ErrorResponse(nullptr, rpc_code::kParseError,
+                         "Parse error: the body is not valid JSON (UTF-8)");
+  }
+  if (value.is_array()) return HandleBatch(session, value, out);
+  return Handle(session, value, out);
+}
+
+std::optional<json> Dispatcher::HandleBatch(Session& session, const json& batch, Outbound& out) {
+  std::string version = session.protocol_version();
+  if (!AllowsBatches(version)) {
+    return ErrorResponse(nullptr, rpc_code::kInvalidRequest,
+                         "JSON-RPC batches are only supported in protocol version 2025-03-26" +
+                             (version.empty() ? std::string(" (initialize first, without a batch)")
+                                              : " (this session uses " + version + ")"));
+  }
+  if (batch.empty()) return ErrorResponse(nullptr, rpc_code::kInvalidRequest, "empty batch");
+  json responses = json::array();
+  for (const auto& member : batch) {
+    if (member.is_object() && member.value("method", "") == "initialize") {
+      responses.push_back(ErrorResponse(member.value("id", json()), rpc_code::kInvalidRequest,
+                                        "initialize must not be part of a batch"));
+      continue;
+    }
+    if (auto response = Handle(session, member, out)) responses.push_back(std::move(*response));
+  }
+  if (responses.empty()) return std::nullopt;
+  return responses;
+}
+
+std::optional<json> Dispatcher::Handle(Session& session, const json& value, Outbound& out) {
+  auto parsed = ParseMessage(value);
+  if (auto* invalid = std::get_if<InvalidMessage>(&parsed)) {
+    return MakeError(invalid->id, invalid->error);
+  }
+  const Message& message = std::get<Message>(parsed);
+  try {
+    switch (message.kind) {
+      case MessageKind::kResponse:
+        return std::nullopt;  // the server sends no requests, so nothing awaits an answer
+      case MessageKind::kNotification:
+        HandleNotification(session, message.method, message.params);
+        return std::nullopt;
+      case MessageKind::kRequest: {
+        bool suppress = false;
+        json response =
+            HandleRequest(session, message.method, message.id, message.params, out, suppress);
+        if (suppress) return std::nullopt;
+        return response;
+      }
+    }
+  } catch (const std::exception& e) {
+    // A library threw (e.g. a JSON type error in a path we did not validate): answer, never crash.
+    logger_->error("{} failed: {}", message.method, e.what());
+    if (message.kind != MessageKind::kRequest) return std::nullopt;
+    return ErrorResponse(message.id, rpc_code::kInternalError,
+                         std::string("internal error: ") + e.what());
+  }
+  return std::nullopt;
+}
+
+void Dispatcher::HandleNotification(Session& session, const std::string& method,
+                                    const json& params) {
+  if (method == "notifications/initialized") {
+    session.MarkClientReady();
+  } else if (method == "notifications/cancelled") {
+    if (!params.is_object() || !params.contains("requestId")) return;
+    if (session.CancelRequest(params["requestId"])) {
+      logger_->info("request {} cancelled by the client", IdKey(params["requestId"]));
+    }
+  }
+  // Other notifications (roots/list_changed, progress from the client, ...) need nothing.
+}
+
+json Dispatcher::HandleRequest(Session& session, const std::string& method, const json& id,
+                               const json& params, Outbound& out, bool& suppress) {
+  if (method == "initialize") return Initialize(session, id, params);
+  if (method == "ping") return MakeResult(id, json::object());
+  static const char* const kKnown[] = {"tools/list", "tools/call", "logging/setLevel"};
+  bool known = false;
+  for (const char* k : kKnown) known = known || method == k;
+  if (!known) return ErrorResponse(id, rpc_code::kMethodNotFound, "Method not found: " + method);
+  if (!session.initialized()) {
+    return ErrorResponse(id, rpc_code::kInvalidRequest,
+                         "the session is not initialized: send initialize before " + method);
+  }
+  if (method == "tools/list") return MakeResult(id, {{"tools", tools_.List()}});
+  if (method == "logging/setLevel") {
+    if (!params.is_object() || !params.contains("level") || !params["level"].is_string()) {
+      return InvalidParams(id, "level: expected a string");
+    }
+    auto level = ParseLogLevel(params["level"].get<std::string>());
+    if (!level) {
+      return InvalidParams(id, "level: expected one of " + std::string(LogLevelNames()));
+    }
+    session.SetLogLevel(*level);
+    return MakeResult(id, json::object());
+  }
+  return CallTool(session, id, params, out, suppress);
+}
+
+json Dispatcher::Initialize(Session& session, const json& id, const json& params) {
+  if (session.initialized()) {
+    return ErrorResponse(id, rpc_code::kInvalidRequest, "the session is already initialized");
+  }
+  if (!params.is_object()) return InvalidParams(id, "params: expected an object");
+  auto requested = params.find("protocolVersion");
+  if (requested == params.end() || !requested->is_string()) {
+    return InvalidParams(id, "protocolVersion: expected a string");
+  }
+  std::string version = NegotiateProtocolVersion(requested->get<std::string>());
+  session.MarkInitialized(version, params.value("clientInfo", json::object()));
+  json server_info = {{"name", identity_.name}, {"version", identity_.version}};
+  if (!identity_.title.empty()) server_info["title"] = identity_.title;
+  json result = {
+      {"protocolVersion", version},
+      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
+      {"serverInfo", server_info}};
+  if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
+  logger_->info("session initialized: protocol {}, client {}", version,
+                DumpJson(params.value("clientInfo", json::object())));
+  return MakeResult(id, std::move(result));
+}
+
+json Dispatcher::CallTool(Session& session, const json& id, const json& params, Outbound& out,
+                          bool& suppress) {
+  if (!params.is_object()) return InvalidParams(id, "params: expected an object");
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    return InvalidParams(id, "name: expected a string");
+  }
+  Tool* tool = tools_.Find(name->get<std::string>());
+  if (tool == nullptr) return InvalidParams(id, "Unknown tool: " + name->get<std::string>());
+  json arguments = json::object();
+  if (auto args = params.find("arguments"); args != params.end() && !args->is_null()) {
+    if (!args->is_object()) return InvalidParams(id, "arguments: expected an object");
+    arguments = *args;
+  }
+  json progress_token = nullptr;
+  if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    if (auto token = meta->find("progressToken"); token != meta->end()) {
+      if (!token->is_string() && !token->is_number()) {
+        return InvalidParams(id, "_meta.progressToken: expected a string or a number");
+      }
+      progress_token = *token;
+    }
+  }
+
+  auto cancel = session.BeginRequest(id);
+  if (cancel == nullptr) {
+    return ErrorResponse(id, rpc_code::kInvalidRequest,
+                         session.ended()
+                             ? "the session has ended"
+                             : "a request with id " + IdKey(id) + " is already in flight");
+  }
+  RequestNotifier notifier(out, progress_token, session.log_level());
+  ToolContext context{*cancel, notifier};
+  Result<json> result = sandbox::Error(ErrorCode::kInternal, "not run");
+  try {
+    result = tool->Call(arguments, context);
+  } catch (...) {
+    suppress = session.EndRequest(id);
+    throw;
+  }
+  suppress = session.EndRequest(id);
+  if (suppress) {
+    logger_->info("tools/call {} ({}): cancelled, no response sent", IdKey(id), tool->name());
+  }
+  if (!result.ok()) {
+    int code = result.error().code() == ErrorCode::kInvalidArgument ? rpc_code::kInvalidParams
+                                                                    : rpc_code::kInternalError;
+    return ErrorResponse(id, code, result.error().message());
+  }
+  return MakeResult(id, std::move(*result));
+}
+
+}  // namespace sandbox::mcp

@@ -1,0 +1,227 @@
+#include "sandbox/mcp/run_result_format.h"
+
+#include <cstdio>
+
+#include "sandbox/core/base64.h"
+#include "sandbox/mcp/utf8.h"
+
+namespace sandbox::mcp {
+namespace {
+
+using json = nlohmann::json;
+
+bool IsTextMime(std::string_view mime) {
+  return mime.starts_with("text/") || mime == "application/json" || mime.ends_with("+json") ||
+         mime == "application/xml" || mime.ends_with("+xml");
+}
+
+void AppendSection(std::string& out, std::string_view title, std::string_view body) {
+  out += "--- ";
+  out += title;
+  out += " ---\n";
+  out += body;
+  if (!body.empty() && body.back() != '\n') out += '\n';
+}
+
+std::string FormatTraceback(const exec::Traceback& tb) {
+  std::string out;
+  if (!tb.frames.empty()) {
+    out += "Traceback (most recent call last):\n";
+    for (const auto& frame : tb.frames) {
+      out += "  File \"" + RepairUtf8(frame.file) + "\", line " + std::to_string(frame.line) +
+             ", in " + RepairUtf8(frame.function) + "\n";
+    }
+  }
+  out += RepairUtf8(tb.type);
+  if (!tb.message.empty()) out += ": " + RepairUtf8(tb.message);
+  out += '\n';
+  return out;
+}
+
+std::string HumanBytes(std::int64_t bytes) {
+  char buf[32];
+  if (bytes < 1024) {
+    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  } else if (bytes < (1 << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+  }
+  return buf;
+}
+
+std::string Summary(const exec::RunResult& r) {
+  std::string out = "verdict: " + std::string(exec::VerdictName(r.verdict));
+  if (r.verdict != exec::Verdict::kInternal) {
+    out += ", exit code " + std::to_string(r.exit_code);
+    if (r.signal) out += " (signal " + std::to_string(*r.signal) + ")";
+  }
+  out += ", " + std::to_string(r.duration_ms) + " ms";
+  if (!r.detail.empty()) out += "\n" + RepairUtf8(r.detail);
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string FileUri(std::string_view run_id, std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "sandbox://runs/" + std::string(run_id) + "/files/";
+  for (char c : path) {
+    auto u = static_cast<unsigned char>(c);
+    bool keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+                c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
+    if (keep) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0x0F];
+    }
+  }
+  return out;
+}
+
+json RunPythonOutputSchema() {
+  json verdicts = json::array();
+  for (auto v : {exec::Verdict::kOk, exec::Verdict::kError, exec::Verdict::kTimeout,
+                 exec::Verdict::kMemory, exec::Verdict::kOutputLimit, exec::Verdict::kCancelled,
+                 exec::Verdict::kSignal, exec::Verdict::kInternal}) {
+    verdicts.push_back(exec::VerdictName(v));
+  }
+  json frame = {{"type", "object"},
+                {"properties",
+                 {{"file", {{"type", "string"}}},
+                  {"line", {{"type", "integer"}}},
+                  {"function", {{"type", "string"}}}}},
+                {"required", {"file", "line", "function"}}};
+  return {
+      {"type", "object"},
+      {"properties",
+       {{"verdict",
+         {{"type", "string"},
+          {"enum", verdicts},
+          {"description", "how the run ended; ok means exit 0 without an uncaught exception"}}},
+        {"exit_code", {{"type", "integer"}}},
+        {"stdout", {{"type", "string"}}},
+        {"stderr", {{"type", "string"}}},
+        {"duration_ms", {{"type", "integer"}}},
+        {"value", {{"type", "string"}, {"description", "repr() of the final expression, if any"}}},
+        {"traceback",
+         {{"type", "object"},
+          {"properties",
+           {{"type", {{"type", "string"}}},
+            {"message", {{"type", "string"}}},
+            {"frames", {{"type", "array"}, {"items", frame}}}}},
+          {"required", {"type", "message", "frames"}}}},
+        {"images",
+         {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"mime_type", {{"type", "string"}}},
+              {"width", {{"type", "integer"}}},
+              {"height", {{"type", "integer"}}},
+              {"bytes", {{"type", "integer"}}}}},
+            {"required", {"mime_type", "width", "height", "bytes"}}}}}},
+        {"files",
+         {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"path", {{"type", "string"}}},
+              {"size", {{"type", "integer"}}},
+              {"mime_type", {{"type", "string"}}}}},
+            {"required", {"path", "size", "mime_type"}}}}}},
+        {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
+        {"output_truncated", {{"type", "boolean"}}},
+        {"files_truncated", {{"type", "boolean"}}}}},
+      {"required", {"verdict", "exit_code", "stdout", "stderr", "duration_ms", "images", "files"}}};
+}
+
+json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
+  const std::string out_text = RepairUtf8(r.stdout_text);
+  const std::string err_text = RepairUtf8(r.stderr_text);
+
+  json structured = {{"verdict", exec::VerdictName(r.verdict)},
+                     {"exit_code", r.exit_code},
+                     {"stdout", out_text},
+                     {"stderr", err_text},
+                     {"duration_ms", r.duration_ms},
+                     {"images", json::array()},
+                     {"files", json::array()}};
+  if (r.value) structured["value"] = RepairUtf8(*r.value);
+  if (r.traceback) {
+    json frames = json::array();
+    for (const auto& f : r.traceback->frames) {
+      frames.push_back(
+          {{"file", RepairUtf8(f.file)}, {"line", f.line}, {"function", RepairUtf8(f.function)}});
+    }
+    structured["traceback"] = {{"type", RepairUtf8(r.traceback->type)},
+                               {"message", RepairUtf8(r.traceback->message)},
+                               {"frames", frames}};
+  }
+  if (!r.detail.empty()) structured["detail"] = RepairUtf8(r.detail);
+  if (r.output_truncated) structured["output_truncated"] = true;
+  if (r.files_truncated) structured["files_truncated"] = true;
+
+  json content = json::array();
+  std::string text = Summary(r);
+  if (!out_text.empty()) AppendSection(text, "stdout", out_text);
+  if (!err_text.empty()) AppendSection(text, "stderr", err_text);
+  if (r.value) AppendSection(text, "value", RepairUtf8(*r.value));
+  if (r.traceback) {
+    // Python already printed the traceback (with source lines) to stderr; repeat it only when
+    // stderr does not show it.
+    std::string last_line = RepairUtf8(r.traceback->type);
+    if (!r.traceback->message.empty()) last_line += ": " + RepairUtf8(r.traceback->message);
+    if (err_text.find(last_line) == std::string::npos) {
+      AppendSection(text, "traceback", FormatTraceback(*r.traceback));
+    }
+  }
+  if (out_text.empty() && err_text.empty() && !r.value && !r.traceback) text += "(no output)\n";
+  if (r.output_truncated) {
+    text += "[output truncated: the run reached its output limit]\n";
+  }
+
+  json images = json::array();
+  for (const auto& image : r.images) {
+    structured["images"].push_back({{"mime_type", image.mime_type},
+                                    {"width", image.width},
+                                    {"height", image.height},
+                                    {"bytes", image.data.size()}});
+    images.push_back(
+        {{"type", "image"}, {"data", Base64Encode(image.data)}, {"mimeType", image.mime_type}});
+  }
+  if (!r.images.empty()) {
+    text += "[" + std::to_string(r.images.size()) +
+            (r.images.size() == 1 ? " figure" : " figures") + " attached as image" +
+            (r.images.size() == 1 ? "" : "s") + "]\n";
+  }
+
+  json resources = json::array();
+  if (!r.files.empty()) text += "--- files ---\n";
+  for (const auto& file : r.files) {
+    const std::string path = RepairUtf8(file.path);
+    const std::string mime = file.mime_type.empty() ? "application/octet-stream" : file.mime_type;
+    structured["files"].push_back({{"path", path}, {"size", file.size}, {"mime_type", mime}});
+    const std::string uri = FileUri(run_id, file.path);
+    text += path + " (" + HumanBytes(file.size) + ", " + mime + ") " + uri + "\n";
+    json resource = {{"uri", uri}, {"mimeType", mime}};
+    if (IsTextMime(mime) && IsValidUtf8(file.data)) {
+      resource["text"] = file.data;
+    } else {
+      resource["blob"] = Base64Encode(file.data);
+    }
+    resources.push_back({{"type", "resource"}, {"resource", resource}});
+  }
+  if (r.files_truncated) text += "[more files were produced than can be returned]\n";
+
+  content.push_back({{"type", "text"}, {"text", text}});
+  for (auto& block : images) content.push_back(std::move(block));
+  for (auto& block : resources) content.push_back(std::move(block));
+  return {{"content", content},
+          {"structuredContent", structured},
+          {"isError", r.verdict != exec::Verdict::kOk}};
+}
+
+}  // namespace sandbox::mcp

@@ -1,0 +1,124 @@
+#include "sandbox/mcp/stdio_transport.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "sandbox/mcp/json_rpc.h"
+
+namespace sandbox::mcp {
+namespace {
+
+// Writes stdout lines; serialized by the transport's write mutex.
+class StdoutOutbound final : public Outbound {
+ public:
+  explicit StdoutOutbound(std::function<void(const json&)> write) : write_(std::move(write)) {}
+  void Send(const json& message) override { write_(message); }
+
+ private:
+  std::function<void(const json&)> write_;
+};
+
+}  // namespace
+
+StdioTransport::StdioTransport(Dispatcher& dispatcher, StdioOptions options,
+                               std::shared_ptr<spdlog::logger> logger)
+    : dispatcher_(dispatcher),
+      options_(options),
+      logger_(std::move(logger)),
+      tasks_(options.max_concurrent_calls) {}
+
+void StdioTransport::Write(const json& message) {
+  std::string line = DumpJson(message);
+  line += '\n';
+  std::lock_guard lock(write_mu_);
+  std::size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(out_fd_, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      logger_->warn("stdio: cannot write to the client ({}); dropping a message", errno);
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void StdioTransport::HandleLine(std::string_view line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+    line.remove_suffix(1);
+  }
+  if (line.empty()) return;
+  json value = ParseJsonText(line);
+  StdoutOutbound out([this](const json& m) { Write(m); });
+  if (value.is_discarded()) {
+    Write(MakeError(nullptr, {rpc_code::kParseError, "Parse error: the line is not valid JSON"}));
+    return;
+  }
+  if (!Dispatcher::IsLongRunning(value)) {
+    auto response = value.is_array() ? dispatcher_.HandleBatch(session_, value, out)
+                                     : dispatcher_.Handle(session_, value, out);
+    if (response) Write(*response);
+    return;
+  }
+  bool spawned = tasks_.Spawn([this, value = std::move(value)] {
+    StdoutOutbound task_out([this](const json& m) { Write(m); });
+    if (auto response = dispatcher_.Handle(session_, value, task_out)) Write(*response);
+  });
+  if (!spawned) {
+    Write(MakeError(value["id"], {rpc_code::kServerError,
+                                  "server busy: too many tool calls in flight; retry later"}));
+  }
+}
+
+void StdioTransport::Run(int in_fd, int out_fd) {
+  out_fd_ = out_fd;
+  std::string buffer;
+  bool discarding = false;  // inside a line that exceeded the size limit
+  char chunk[65536];
+  while (!stop_.load()) {
+    pollfd pfd{in_fd, POLLIN, 0};
+    int ready = ::poll(&pfd, 1, 200);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    ssize_t n = ::read(in_fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      break;
+    }
+    if (n == 0) break;  // end of input
+    std::string_view data(chunk, static_cast<std::size_t>(n));
+    while (!data.empty()) {
+      auto newline = data.find('\n');
+      std::string_view piece = data.substr(0, newline);
+      if (!discarding) buffer.append(piece);
+      if (buffer.size() > options_.max_message_bytes) {
+        if (!discarding) {
+          Write(MakeError(nullptr, {rpc_code::kInvalidRequest,
+                                    "message too large: the limit is " +
+                                        std::to_string(options_.max_message_bytes) + " bytes"}));
+        }
+        discarding = true;
+        buffer.clear();
+      }
+      if (newline == std::string_view::npos) break;
+      if (!discarding) HandleLine(buffer);
+      buffer.clear();
+      discarding = false;
+      data.remove_prefix(newline + 1);
+    }
+  }
+  if (!stop_.load() && !discarding && !buffer.empty()) HandleLine(buffer);
+  if (stop_.load()) session_.End();
+  tasks_.Wait();
+  logger_->info("stdio: input closed, {} served", "session");
+}
+
+void StdioTransport::Stop() {
+  stop_.store(true);
+  session_.End();
+}
+
+}  // namespace sandbox::mcp
