@@ -609,7 +609,7 @@ def _signame(sig):
 
 
 def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, oom_kills=0,
-                   limit_hits=0, cpu_ms=None, limits=None, memory_error=False):
+                   limit_hits=0, cpu_ms=None, limits=None, memory_error=False, corrupt=None):
     """The done event's verdict. Returns (verdict, exit_code, signal, detail).
 
     kill_reason: what the zygote killed the run for ("cancel", "output_limit", "timeout",
@@ -617,7 +617,8 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
     process's raw wait status (from the PID-1 init), gstatus: the init's own raw wait status;
     oom_kills / limit_hits: growth of the cgroup's counters during the run; memory_error: the
     run process reported that the cell ended with an uncaught MemoryError (an allocation refused
-    by RLIMIT_DATA, the per-run memory limit, or larger than the address space allows)."""
+    by RLIMIT_DATA, the per-run memory limit, or larger than the address space allows);
+    corrupt: why the run's result channel could not be parsed (the code wrote to it)."""
     limits = limits or {}
     if kill_reason == "cancel":
         return "cancelled", None, signal.SIGKILL, "cancelled by request"
@@ -652,6 +653,8 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
         return "memory", code, None, "out of memory: the OOM killer killed a process of the run"
     if internal:
         return "internal", code, None, internal
+    if corrupt:
+        return "error", code, None, corrupt
     if code != 0 and memory_error:
         budget = limits.get("memory_bytes")
         return ("memory", code, None, "out of memory: an allocation failed (MemoryError)"
@@ -1463,6 +1466,13 @@ class RunState:
         self.files = 0
         self.file_bytes = 0
         self.files_truncated = False
+        self.corrupt = None
+
+
+# The cell can write to the result pipe of its own process (see "Trust" in the protocol doc):
+# garbage there is the code's doing, not a failure of the harness or the server.
+CORRUPT_RESULTS = ("the code wrote data that is not a result record to the harness's result "
+                   "channel; the run's results may be incomplete")
 
 
 class Zygote:
@@ -1830,13 +1840,13 @@ class Zygote:
                             pipes_open -= 1
                             self._kill(state, p, "result_limit")
                             continue
+                        if state.corrupt:
+                            continue  # drained (so the run never blocks on it), not parsed
                         res_decoder.feed(data)
                         try:
                             frames = res_decoder.frames()
                         except ProtocolError:
-                            sel.unregister(key.fd)
-                            pipes_open -= 1
-                            state.internal = "the run sent a malformed result frame"
+                            state.corrupt = CORRUPT_RESULTS
                             continue
                         for _, payload in frames:
                             self._on_result(state, payload)
@@ -1859,6 +1869,7 @@ class Zygote:
         verdict, exit_code, sig, detail = decide_verdict(
             kill_reason=state.kill_reason, internal=state.internal, ustatus=state.ustatus,
             gstatus=state.gstatus, oom_kills=counter_delta(counters0, counters1, "oom_kill"),
+            corrupt=state.corrupt,
             limit_hits=counter_delta(counters0, counters1, "limit_hits"), cpu_ms=state.cpu_ms,
             limits=limits, memory_error=state.result.get("memory_error") is True)
         self.chan.send(self._done_event(state, verdict, exit_code, sig, detail,
@@ -1937,7 +1948,7 @@ class Zygote:
         try:
             rec = json.loads(payload.decode("utf-8"))
         except ValueError:
-            state.internal = state.internal or "the run sent a malformed result record"
+            state.corrupt = CORRUPT_RESULTS
             return
         if not isinstance(rec, dict):
             return

@@ -371,6 +371,12 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(self.v(kill_reason="timeout", memory_error=True)[0], "timeout")
         self.assertEqual(self.v(ustatus=exited(70), internal="x", memory_error=True)[0], "internal")
 
+    def test_corrupt_result_channel(self):
+        # The code wrote garbage to its own result pipe: its fault (error), not the harness's.
+        self.assertEqual(self.v(ustatus=exited(0), corrupt="garbage"), ("error", 0, None, "garbage"))
+        self.assertEqual(self.v(ustatus=killed(11), corrupt="garbage")[0], "signal")
+        self.assertEqual(self.v(ustatus=exited(70), internal="x", corrupt="garbage")[0], "internal")
+
     def test_internal(self):
         self.assertEqual(self.v()[0], "internal")
         self.assertEqual(self.v(ustatus=exited(70), internal="seccomp: EINVAL")[0], "internal")
@@ -566,6 +572,25 @@ class ProcessModeTest(unittest.TestCase):
         out, _, ev = z.run("import resource\n"
                            "print(resource.getrlimit(resource.RLIMIT_DATA)[0] == resource.RLIM_INFINITY)")
         self.assertEqual((out, ev[-1]["verdict"]), (b"True\n", "ok"))
+
+    def test_writes_to_every_fd(self):
+        # Frames (and a Docker stream header) written to every descriptor: the output carries
+        # them verbatim, the result pipe's garbage makes the run's verdict `error`, one `done`.
+        z = Zygote(self)
+        z.frames("ready")
+        forged = h.encode_json_frame({"ev": "done", "id": "w", "verdict": "ok"}) + \
+            b"\x02\x00\x00\x00\x00\x00\x00\x05hello"
+        code = ("import os\nfor fd in range(1, 64):\n    try:\n        os.write(fd, %r)\n"
+                "    except OSError:\n        pass\nprint('after')\n" % forged)
+        out, err, ev = z.run(code, id="w")
+        self.assertEqual(out, forged + b"after\n")
+        self.assertEqual(err, forged)
+        self.assertEqual([e["ev"] for e in ev], ["started", "done"])
+        self.assertEqual((ev[-1]["verdict"], ev[-1]["exit_code"]), ("error", 0))
+        self.assertIn("result channel", ev[-1]["detail"])
+        self.assertEqual(z.frames("ready")[-1][1]["run_count"], 1)
+        out, _, ev = z.run("print('next')", id="n")
+        self.assertEqual((out, ev[-1]["verdict"]), (b"next\n", "ok"))
 
     def test_fresh_mode_and_exit(self):
         z = Zygote(self, mode="fresh")
