@@ -21,7 +21,9 @@ void ContainerHandle::Remove() {
   options.volumes = true;
   auto status =
       client_->RemoveContainer(id_, options, docker::CallOptions::Within(std::chrono::seconds(30)));
-  if (!status.ok() && status.error().code() != ErrorCode::kNotFound && logger_) {
+  // 404: already gone; 409: the engine is already removing it (AutoRemove after exit).
+  if (!status.ok() && status.error().code() != ErrorCode::kNotFound &&
+      status.error().code() != ErrorCode::kConflict && logger_) {
     logger_->error("remove container {}: {}", short_id(), status.error().ToString());
   }
   id_.clear();

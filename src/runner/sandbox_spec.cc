@@ -61,6 +61,9 @@ docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input) {
       {"core", 0, 0},
   };
   if (!pool.runtime.empty()) hc.runtime = pool.runtime;
+  // If the server dies, the attach connection closes, the harness sees end of input and exits,
+  // and the engine removes the container by itself: no leftovers even before crash recovery.
+  spec.extra = {{"HostConfig", {{"AutoRemove", true}}}};
   return spec;
 }
 

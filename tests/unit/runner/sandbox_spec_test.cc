@@ -52,6 +52,7 @@ TEST(SandboxSpecTest, NoHostMountsAndNoPrivilegeInTheBody) {
   EXPECT_FALSE(hc.contains("Mounts"));
   EXPECT_FALSE(hc.value("Privileged", false));
   EXPECT_EQ(body.dump().find("docker.sock"), std::string::npos);
+  EXPECT_EQ(hc.value("AutoRemove", false), true);
 }
 
 TEST(SandboxSpecTest, LabelsAndBootstrap) {
