@@ -1,0 +1,46 @@
+// POST /v1/execute: the request's meaning and the answer's shape, as pure functions (the HTTP
+// handling, JSON or Server-Sent Events, is in http_api.h).
+//
+// Request {code, timeout_s?, files?: [{path, content_base64}], pool?, session_id?} - the
+// arguments of the MCP tool run_python plus `pool`. Unknown fields are refused. `session_id` is
+// reserved: sessions are not available yet, so any value is a 400 naming the field.
+//
+// Result (JSON mode's body, and the data of the SSE `result` event):
+//   {verdict, exit_code, signal, stdout, stderr, duration_ms, value, traceback, images:
+//    [{mime_type, width, height, data_base64}], files: [{path, size, mime_type, content_base64}],
+//    output_truncated, files_truncated, detail, pool}
+// the fields of run_python's structuredContent with the image and file bytes inline. exit_code
+// is -1 when the process did not exit by itself (signal, limit, never ran); value and traceback
+// are null when absent. Program output is decoded as UTF-8 with U+FFFD for invalid bytes.
+//
+// Thread-safety: stateless functions; StreamEvents is used by one run (the engine calls
+// observers serially).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sandbox/api/api_error.h"
+#include "sandbox/exec/run_types.h"
+
+namespace sandbox::api {
+
+// Parses a /v1/execute body into `request`; a refusal (400, or 413 for code longer than
+// `max_code_bytes`) otherwise.
+std::optional<ApiError> ParseExecuteRequest(const nlohmann::json& body, std::size_t max_code_bytes,
+                                            exec::RunRequest& request);
+
+nlohmann::json ExecuteResultJson(const exec::RunResult& result);
+nlohmann::json ImageJson(const exec::Image& image);
+nlohmann::json FileJson(const exec::OutputFile& file);
+
+// {"error": message, "field": field-or-null}
+nlohmann::json ErrorBody(const ApiError& error);
+
+// "event: <name>\ndata: <data>\n\n" (data is one line: compact JSON has no newlines).
+std::string SseEvent(std::string_view name, const nlohmann::json& data);
+inline constexpr std::string_view kSseKeepalive = ": keepalive\n\n";
+
+}  // namespace sandbox::api

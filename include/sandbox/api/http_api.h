@@ -1,0 +1,94 @@
+// HttpApi: the plain HTTP API next to MCP on the server's one httplib::Server.
+//
+//   POST /eval          Snekbox-compatible evaluation (snekbox.h): always 200 once a run
+//                       happened; 400 bad input, 415 body not JSON, 503 (+Retry-After) busy.
+//   POST /v1/execute    one run, answered as one JSON result, or as Server-Sent Events when the
+//                       request's Accept lists text/event-stream (execute.h for the shapes).
+//   GET  /openapi.json  the OpenAPI 3.1 description of these routes and /healthz.
+//   GET /eval, GET /v1/execute: 405 with Allow: POST.
+//
+// Authentication, Host/Origin checks and the body-size limit are the server's (its pre-routing
+// handler and payload limit apply to these routes as to /mcp); this class adds none.
+//
+// Request bodies: Content-Type must be JSON (application/json, any +json type, or absent);
+// otherwise 415. Errors of /v1/execute are {"error", "field"}; those of /eval carry Snekbox's
+// {"title", "description"} as well.
+//
+// The SSE stream of /v1/execute: headers "Content-Type: text/event-stream", "Cache-Control:
+// no-cache", "X-Accel-Buffering: no"; events `stdout` and `stderr` ({"text": ...}, UTF-8 with
+// characters split across chunks kept whole), `image`, `file`, then exactly one of `result` (the
+// full result) or `error` ({"error", "field", "status"}: the engine refused after the stream had
+// begun); a ": keepalive" comment after `sse_keepalive` of silence; no event ids. The handler
+// waits up to `sse_start_wait` for the run to start, so a refusal before that (bad pool, limits,
+// busy) is a plain HTTP error with a JSON body instead of a stream. The run executes on a thread
+// of its own while the httplib worker writes the stream, waking at least every `sse_poll`.
+// A vanished client (a failed write, or sink.is_writable() false at a wake-up) cancels the run
+// through its CancelToken: the engine ends it within a second and the stream's thread is joined
+// when httplib releases the response. In JSON mode and for /eval a dropped connection is not
+// noticed: the run finishes within its limits and the answer is discarded.
+//
+// Thread-safety: Register() once before the server listens; handlers run on many workers at once.
+// Shutdown() may be called from any thread: later requests get 503, running runs are cancelled
+// (streams end with a `result` whose verdict is cancelled). The object must outlive the server's
+// workers (destroy it after listen() has returned).
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/api/snekbox.h"
+#include "sandbox/exec/execution_service.h"
+
+namespace httplib {
+class Server;
+struct Response;
+}  // namespace httplib
+
+namespace sandbox::api {
+
+struct ApiOptions {
+  std::string version = "0.0.0";  // shown in /openapi.json
+  // Accepted values of /eval's executable_path; each names the sandbox's interpreter.
+  std::vector<std::string> python_executables = DefaultPythonExecutables();
+  std::size_t max_code_bytes = 1 << 20;  // /v1/execute `code`; longer: 413
+  int retry_after_s = 2;                 // Retry-After of a 503 when every sandbox is busy
+  std::chrono::milliseconds sse_keepalive{15000};
+  std::chrono::milliseconds sse_poll{1000};
+  std::chrono::milliseconds sse_start_wait{10000};
+};
+
+class HttpApi {
+ public:
+  HttpApi(exec::ExecutionService& service, ApiOptions options,
+          std::shared_ptr<spdlog::logger> logger);
+  ~HttpApi();
+  HttpApi(const HttpApi&) = delete;
+  HttpApi& operator=(const HttpApi&) = delete;
+
+  // Adds the routes above to `server`.
+  void Register(httplib::Server& server);
+
+  // Refuses new requests (503) and cancels every running run. Idempotent.
+  void Shutdown();
+
+  // Runs in progress (for tests and diagnostics).
+  std::size_t active_runs() const;
+
+  // Tracks the cancel tokens of running runs (shared with stream threads).
+  class Registry;
+
+ private:
+  void ServeStream(exec::RunRequest request, httplib::Response& res);
+
+  exec::ExecutionService& service_;
+  const ApiOptions options_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::shared_ptr<Registry> registry_;
+};
+
+}  // namespace sandbox::api

@@ -1,0 +1,97 @@
+// POST /eval, compatible with Snekbox (python-discord/snekbox): the request's meaning, the run
+// it becomes, and the Snekbox-shaped answer built from the run's result. Pure functions; the
+// HTTP handling is in http_api.h.
+//
+// Request {input?, args?, files?: [{path, content?}], executable_path?}, as Snekbox reads it:
+// with `input`, `args` defaults to ["-c"] and `input` is appended to it; empty leading args are
+// dropped; one of input/args is required; unknown fields are ignored. The Python command line
+// is then `<python> *args`, mapped onto the engine like this:
+//   - args == ["-c", CODE]: CODE runs as the run's code (the warm interpreter, nothing spawned).
+//     Differences from `python -c`: sys.argv[0] is "<cell>" and tracebacks name the file
+//     "<cell>" (Snekbox: "-c" and "<string>").
+//   - anything else (a script from `files` with argv, -m timeit, -c CODE with extra argv,
+//     interpreter flags, no args at all): a small launcher runs `sys.executable *args` as a
+//     subprocess inside the same sandbox, in the working directory, with the run's stdout and
+//     stderr inherited; its exit status becomes the run's (a death by signal N is re-raised, so
+//     the answer says 128+N). So argv, `__main__`, -m and flags behave exactly as in Python.
+// `executable_path` may be empty or one of the allowed paths (each names the sandbox's one
+// interpreter); anything else is a 400. File paths follow Snekbox: relative, normalized
+// lexically ("a/../b" is "b"), never beyond the working directory, no NUL; content is base64
+// (whitespace ignored).
+//
+// Response {stdout, returncode, files: [{path, size, content}]}: stdout is stdout and stderr
+// merged in the order the engine delivered them (MergedOutput), decoded as UTF-8 with U+FFFD for
+// invalid bytes (Snekbox answers null instead; here the run's real status is kept). returncode:
+// the exit status for ok/error, 137 for the time or memory limit, 143 for too much output,
+// 128+N for a death by signal N, null when the sandbox failed or the run was cancelled (stdout
+// then carries the reason instead of output).
+//
+// Thread-safety: stateless functions; OutputMerger is used by one run (the engine calls
+// observers serially).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/api/api_error.h"
+#include "sandbox/core/result.h"
+#include "sandbox/exec/execution_service.h"
+#include "sandbox/exec/run_types.h"
+
+namespace sandbox::api {
+
+// The interpreter paths /eval accepts in executable_path (Snekbox's default path, symlinked in
+// the sandbox image, and the official Python image's paths).
+std::vector<std::string> DefaultPythonExecutables();
+
+struct EvalPlan {
+  exec::RunRequest request;
+  std::vector<std::string> args;  // the Python command line after Snekbox's rules
+  bool launcher = false;          // true when the args run as a subprocess of a launcher
+  // Set when the request can be answered without a run (Snekbox's "embedded null byte"): the
+  // answer's stdout, returncode null.
+  std::optional<std::string> immediate_failure;
+};
+
+// Parses a /eval body into `plan`; a refusal (status 400, title and message after Snekbox's,
+// field set) otherwise.
+std::optional<ApiError> ParseEvalRequest(const nlohmann::json& body,
+                                         const std::vector<std::string>& allowed_executables,
+                                         EvalPlan& plan);
+
+// The launcher's source for `args` (see above).
+std::string LauncherCode(const std::vector<std::string>& args);
+
+// Snekbox's path rules: returns the normalized relative path, or a message.
+Result<std::string> NormalizeSnekboxPath(std::string_view path);
+
+// Collects stdout and stderr in arrival order.
+class OutputMerger final : public exec::RunObserver {
+ public:
+  void OnOutput(exec::Stream stream, std::string_view bytes) override;
+  // The merged bytes, completed with any part of the result's stdout/stderr the observer did
+  // not see (e.g. a marker added after the last chunk).
+  std::string Merged(const exec::RunResult& result) const;
+
+ private:
+  std::string merged_;
+  std::size_t stdout_seen_ = 0;
+  std::size_t stderr_seen_ = 0;
+};
+
+// Snekbox's returncode for a result (see above); nullopt is JSON null.
+std::optional<int> SnekboxReturnCode(const exec::RunResult& result);
+
+// The /eval answer for a finished run. `merged_output` as from OutputMerger::Merged.
+nlohmann::json EvalResponse(const exec::RunResult& result, std::string_view merged_output);
+
+// The /eval answer when there was no run to report (a sandbox failure): returncode null.
+nlohmann::json EvalFailure(std::string_view message);
+
+// Snekbox-shaped error body: {title, description} plus this API's {error, field}.
+nlohmann::json SnekboxErrorBody(std::string_view title, const ApiError& error);
+
+}  // namespace sandbox::api

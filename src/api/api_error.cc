@@ -1,0 +1,47 @@
+#include "sandbox/api/api_error.h"
+
+namespace sandbox::api {
+
+ApiError FromEngineError(const Error& error, int retry_after_s) {
+  ApiError out;
+  out.message = error.message();
+  switch (error.code()) {
+    case ErrorCode::kInvalidArgument:
+      out.status = 400;
+      out.field = FieldOfMessage(error.message());
+      break;
+    case ErrorCode::kBusy:
+      out.status = 503;
+      out.retry_after_s = retry_after_s;
+      out.message = "all sandboxes are busy, try again shortly: " + error.message();
+      break;
+    case ErrorCode::kUnavailable:
+      out.status = 503;
+      out.message = "the sandbox engine is unavailable: " + error.message();
+      break;
+    case ErrorCode::kCancelled:
+      out.status = 503;
+      out.message = "cancelled: " + error.message();
+      break;
+    default:
+      out.status = 500;
+      out.message = "the sandbox failed: " + error.ToString();
+      break;
+  }
+  return out;
+}
+
+std::string FieldOfMessage(const std::string& message) {
+  if (message.rfind("unknown pool", 0) == 0) return "pool";
+  const auto colon = message.find(':');
+  if (colon == std::string::npos || colon == 0) return "";
+  const std::string head = message.substr(0, colon);
+  for (char c : head) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '[' || c == ']';
+    if (!ok) return "";
+  }
+  return head;
+}
+
+}  // namespace sandbox::api

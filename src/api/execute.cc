@@ -1,0 +1,160 @@
+#include "sandbox/api/execute.h"
+
+#include <cmath>
+#include <utility>
+
+#include "api/utf8.h"
+#include "sandbox/core/base64.h"
+
+namespace sandbox::api {
+namespace {
+
+using json = nlohmann::json;
+
+ApiError Refuse(std::string field, std::string message, int status = 400) {
+  ApiError error;
+  error.status = status;
+  error.field = std::move(field);
+  error.message = std::move(message);
+  return error;
+}
+
+std::string TypeName(const json& value) { return value.type_name(); }
+
+}  // namespace
+
+std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_code_bytes,
+                                            exec::RunRequest& request) {
+  request = exec::RunRequest{};
+  if (!body.is_object()) return Refuse("", "the body must be a JSON object, got " + TypeName(body));
+  for (const auto& [key, value] : body.items()) {
+    if (key == "code") {
+      if (!value.is_string())
+        return Refuse("code", "code: expected a string, got " + TypeName(value));
+      request.code = value.get<std::string>();
+      if (request.code.size() > max_code_bytes) {
+        return Refuse("code",
+                      "code: " + std::to_string(request.code.size()) +
+                          " bytes, more than the limit of " + std::to_string(max_code_bytes),
+                      413);
+      }
+    } else if (key == "timeout_s") {
+      if (!value.is_number()) {
+        return Refuse("timeout_s", "timeout_s: expected a number, got " + TypeName(value));
+      }
+      const double timeout = value.get<double>();
+      if (!std::isfinite(timeout) || timeout <= 0) {
+        return Refuse("timeout_s", "timeout_s: expected a positive number of seconds");
+      }
+      request.limits.timeout_s = timeout;
+    } else if (key == "pool") {
+      if (!value.is_string())
+        return Refuse("pool", "pool: expected a string, got " + TypeName(value));
+      request.pool = value.get<std::string>();
+    } else if (key == "files") {
+      if (!value.is_array()) {
+        return Refuse("files",
+                      "files: expected an array of {path, content_base64}, got " + TypeName(value));
+      }
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        const json& file = value[i];
+        const std::string where = "files[" + std::to_string(i) + "]";
+        if (!file.is_object()) {
+          return Refuse(
+              where, where + ": expected an object {path, content_base64}, got " + TypeName(file));
+        }
+        for (const auto& [field, ignored] : file.items()) {
+          if (field != "path" && field != "content_base64") {
+            return Refuse(where + "." + field,
+                          where + "." + field + ": unknown field (expected path, content_base64)");
+          }
+        }
+        auto path = file.find("path");
+        if (path == file.end() || !path->is_string()) {
+          return Refuse(where + ".path", where + ".path: required, a string");
+        }
+        auto content = file.find("content_base64");
+        if (content == file.end() || !content->is_string()) {
+          return Refuse(where + ".content_base64",
+                        where + ".content_base64: required, a base64 string");
+        }
+        auto bytes = Base64Decode(content->get<std::string>());
+        if (!bytes.ok()) {
+          return Refuse(where + ".content_base64",
+                        where + ".content_base64: " + bytes.error().message());
+        }
+        request.files.push_back(exec::InputFile{path->get<std::string>(), std::move(*bytes)});
+      }
+    } else if (key == "session_id") {
+      return Refuse("session_id",
+                    "session_id: sessions are not available yet; omit session_id (each request "
+                    "runs in a fresh interpreter)");
+    } else {
+      return Refuse(key, key + ": unknown field (expected code, timeout_s, files, pool)");
+    }
+  }
+  if (!body.contains("code")) return Refuse("code", "code: required (a string of Python source)");
+  return std::nullopt;
+}
+
+json ImageJson(const exec::Image& image) {
+  return {{"mime_type", image.mime_type},
+          {"width", image.width},
+          {"height", image.height},
+          {"data_base64", Base64Encode(image.data)}};
+}
+
+json FileJson(const exec::OutputFile& file) {
+  return {{"path", RepairUtf8(file.path)},
+          {"size", file.size},
+          {"mime_type", file.mime_type.empty() ? "application/octet-stream" : file.mime_type},
+          {"content_base64", Base64Encode(file.data)}};
+}
+
+json ExecuteResultJson(const exec::RunResult& r) {
+  json out = {{"verdict", exec::VerdictName(r.verdict)},
+              {"exit_code", r.exit_code},
+              {"signal", r.signal ? json(*r.signal) : json(nullptr)},
+              {"stdout", RepairUtf8(r.stdout_text)},
+              {"stderr", RepairUtf8(r.stderr_text)},
+              {"duration_ms", r.duration_ms},
+              {"value", r.value ? json(RepairUtf8(*r.value)) : json(nullptr)},
+              {"traceback", nullptr},
+              {"images", json::array()},
+              {"files", json::array()},
+              {"output_truncated", r.output_truncated},
+              {"files_truncated", r.files_truncated},
+              {"detail", RepairUtf8(r.detail)},
+              {"pool", RepairUtf8(r.pool)}};
+  if (r.traceback) {
+    json frames = json::array();
+    for (const auto& f : r.traceback->frames) {
+      frames.push_back(
+          {{"file", RepairUtf8(f.file)}, {"line", f.line}, {"function", RepairUtf8(f.function)}});
+    }
+    out["traceback"] = {{"type", RepairUtf8(r.traceback->type)},
+                        {"message", RepairUtf8(r.traceback->message)},
+                        {"frames", frames}};
+  }
+  for (const auto& image : r.images) out["images"].push_back(ImageJson(image));
+  for (const auto& file : r.files) out["files"].push_back(FileJson(file));
+  return out;
+}
+
+json ErrorBody(const ApiError& error) {
+  json body = {{"error", error.message}};
+  body["field"] = error.field.empty() ? json(nullptr) : json(error.field);
+  return body;
+}
+
+std::string SseEvent(std::string_view name, const json& data) {
+  std::string out = "event: ";
+  out += name;
+  out += "\ndata: ";
+  // Every string in `data` is valid UTF-8 already; replace guards against a slip.
+  out += data.dump(-1, ' ', false, json::error_handler_t::replace);
+  out += "\n\n";
+  return out;
+}
+
+}  // namespace sandbox::api

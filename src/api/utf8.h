@@ -1,0 +1,33 @@
+// UTF-8 repair for program output on its way into JSON (private to sandbox_api): a program may
+// write any bytes, and nlohmann::json refuses to serialize invalid UTF-8.
+// Thread-safety: stateless; safe from any thread.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace sandbox::api {
+
+// Replaces each maximal invalid subsequence with U+FFFD (as Python's errors="replace" does).
+// Valid input comes back unchanged.
+std::string RepairUtf8(std::string_view bytes);
+
+// The length of the longest prefix of `bytes` that does not end inside an incomplete (but so far
+// valid) multi-byte sequence, so a stream cut mid-character can keep its tail for the next chunk.
+std::size_t CompleteUtf8Prefix(std::string_view bytes);
+
+// Decodes a byte stream that arrives in chunks: characters split across chunks are kept whole.
+// Not thread-safe; one per stream.
+class Utf8StreamDecoder {
+ public:
+  // The text of `bytes` after any tail kept from before; an incomplete final character is kept.
+  std::string Feed(std::string_view bytes);
+  // Whatever is left (an incomplete character becomes U+FFFD).
+  std::string Flush();
+
+ private:
+  std::string tail_;
+};
+
+}  // namespace sandbox::api
