@@ -1,0 +1,371 @@
+// Streamable HTTP and legacy SSE against a real httplib server on 127.0.0.1 (port 0), driven by
+// httplib::Client (and a raw socket for a dropped connection), over a FakeService.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "sandbox/http/legacy_sse_transport.h"
+#include "sandbox/http/request_guard.h"
+#include "sandbox/http/server_setup.h"
+#include "sandbox/http/streamable_http_transport.h"
+#include "unit/mcp/test_util.h"
+
+namespace sandbox::http {
+namespace {
+
+using json = nlohmann::json;
+using mcp::testing::CallRunPython;
+using mcp::testing::FakeService;
+using mcp::testing::InitializeRequest;
+using mcp::testing::Notification;
+using mcp::testing::Request;
+
+constexpr const char* kAccept = "application/json, text/event-stream";
+
+struct SseEvent {
+  std::string event;
+  json data;
+};
+
+// Parses a complete SSE body (comments ignored).
+std::vector<SseEvent> ParseSse(const std::string& body) {
+  std::vector<SseEvent> events;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    auto end = body.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    std::string block = body.substr(pos, end - pos);
+    pos = end + 2;
+    SseEvent event;
+    std::string data;
+    std::size_t line_start = 0;
+    while (line_start <= block.size()) {
+      auto nl = block.find('\n', line_start);
+      std::string line = block.substr(line_start, nl - line_start);
+      if (line.rfind("event: ", 0) == 0) event.event = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) data += line.substr(6);
+      if (nl == std::string::npos) break;
+      line_start = nl + 1;
+    }
+    if (event.event.empty() && data.empty()) continue;  // a comment
+    event.data = data.empty() || data[0] != '{' ? json(data) : json::parse(data);
+    events.push_back(event);
+  }
+  return events;
+}
+
+class HttpTransportTest : public ::testing::Test {
+ protected:
+  void Start(GuardOptions guard_options = {}) {
+    guard_ = std::make_unique<RequestGuard>(std::move(guard_options));
+    HttpServerOptions options;
+    options.threads = 16;
+    options.max_body_bytes = 64 << 10;
+    ConfigureHttpServer(server_, options, *guard_);
+    StreamableHttpOptions streamable_options;
+    streamable_options.max_body_bytes = 64 << 10;
+    streamable_options.sse.poll = std::chrono::milliseconds(50);
+    streamable_ = std::make_unique<StreamableHttpTransport>(dispatcher_, streamable_options,
+                                                            mcp::testing::NullLogger());
+    streamable_->Register(server_, "/mcp");
+    LegacySseOptions legacy_options;
+    legacy_options.sse.poll = std::chrono::milliseconds(50);
+    legacy_ = std::make_unique<LegacySseTransport>(dispatcher_, legacy_options,
+                                                   mcp::testing::NullLogger());
+    legacy_->Register(server_, "/sse", "/messages");
+    server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok", "text/plain");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  void TearDown() override {
+    if (streamable_) streamable_->Shutdown();
+    if (legacy_) legacy_->Shutdown();
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  httplib::Client Client() {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(30, 0);
+    return client;
+  }
+  httplib::Result Post(const json& body, httplib::Headers headers = {}) {
+    if (headers.find("Accept") == headers.end()) headers.emplace("Accept", kAccept);
+    if (!session_.empty() && headers.find("Mcp-Session-Id") == headers.end()) {
+      headers.emplace("Mcp-Session-Id", session_);
+    }
+    return Client().Post("/mcp", headers, body.dump(), "application/json");
+  }
+  void Initialize() {
+    auto res = Post(InitializeRequest());
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    session_ = res->get_header_value("Mcp-Session-Id");
+    ASSERT_EQ(Post(Notification("notifications/initialized"))->status, 202);
+  }
+
+  FakeService service_;
+  mcp::Dispatcher dispatcher_ = mcp::testing::MakeDispatcher(service_);
+  std::unique_ptr<RequestGuard> guard_;
+  httplib::Server server_;
+  std::unique_ptr<StreamableHttpTransport> streamable_;
+  std::unique_ptr<LegacySseTransport> legacy_;
+  int port_ = 0;
+  std::thread thread_;
+  std::string session_;
+};
+
+TEST_F(HttpTransportTest, InitializeSetsAnUnguessableSessionId) {
+  Start();
+  auto res = Post(InitializeRequest("2025-03-26"));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  std::string id = res->get_header_value("Mcp-Session-Id");
+  EXPECT_EQ(id.size(), 64u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(json::parse(res->body)["result"]["protocolVersion"], "2025-03-26");
+  auto other = Post(InitializeRequest());
+  EXPECT_NE(other->get_header_value("Mcp-Session-Id"), id);
+}
+
+TEST_F(HttpTransportTest, StatusCodesForBadRequests) {
+  Start();
+  auto client = Client();
+  // Accept without text/event-stream: 406.
+  auto res = client.Post("/mcp", {{"Accept", "application/json"}}, InitializeRequest().dump(),
+                         "application/json");
+  EXPECT_EQ(res->status, 406);
+  // Wrong Content-Type: 415.
+  res = client.Post("/mcp", {{"Accept", kAccept}}, InitializeRequest().dump(), "text/plain");
+  EXPECT_EQ(res->status, 415);
+  // Unparsable: 400 with -32700.
+  res = client.Post("/mcp", {{"Accept", kAccept}}, "{nope", "application/json");
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kParseError);
+  // Too large: 413.
+  res = client.Post("/mcp", {{"Accept", kAccept}}, std::string(100 << 10, ' '), "application/json");
+  EXPECT_EQ(res->status, 413);
+  // Unsupported protocol version header: 400.
+  res = Post(InitializeRequest(), {{"MCP-Protocol-Version", "1999-01-01"}});
+  EXPECT_EQ(res->status, 400);
+  // No session id after initialize: 400; unknown: 404 with -32001.
+  res = Post(Request(1, "tools/list"));
+  EXPECT_EQ(res->status, 400);
+  res = Post(Request(1, "tools/list"), {{"Mcp-Session-Id", "deadbeef"}});
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kSessionNotFound);
+  // GET: 405 with Allow.
+  res = client.Get("/mcp", {{"Accept", "text/event-stream"}});
+  EXPECT_EQ(res->status, 405);
+  EXPECT_EQ(res->get_header_value("Allow"), "POST, DELETE");
+}
+
+TEST_F(HttpTransportTest, NotificationsGet202AndRequestsJson) {
+  Start();
+  Initialize();
+  auto res = Post(Request("a", "tools/list"), {{"MCP-Protocol-Version", "2025-11-25"}});
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  json body = json::parse(res->body);
+  EXPECT_EQ(body["id"], "a");
+  EXPECT_EQ(body["result"]["tools"][0]["name"], "run_python");
+  res = Post(Notification("notifications/cancelled", {{"requestId", 99}}));
+  EXPECT_EQ(res->status, 202);
+  EXPECT_TRUE(res->body.empty());
+  // A client response (to a request the server never sent) is accepted and ignored.
+  res = Post(json{{"jsonrpc", "2.0"}, {"id", 5}, {"result", json::object()}});
+  EXPECT_EQ(res->status, 202);
+}
+
+TEST_F(HttpTransportTest, DeleteEndsTheSession) {
+  Start();
+  Initialize();
+  auto client = Client();
+  EXPECT_EQ(client.Delete("/mcp", {{"Mcp-Session-Id", session_}})->status, 200);
+  EXPECT_EQ(Post(Request(1, "ping"))->status, 404);
+  EXPECT_EQ(client.Delete("/mcp", {{"Mcp-Session-Id", session_}})->status, 404);
+  EXPECT_EQ(client.Delete("/mcp")->status, 400);
+  EXPECT_EQ(streamable_->session_count(), 0u);
+}
+
+TEST_F(HttpTransportTest, ToolCallStreamsProgressBeforeTheResult) {
+  Start();
+  Initialize();
+  service_.SetBehaviour([](const exec::RunRequest&, exec::RunObserver& observer,
+                           const exec::CancelToken&) -> Result<exec::RunResult> {
+    for (int i = 0; i < 5; ++i) observer.OnOutput(exec::Stream::kStdout, std::to_string(i) + "\n");
+    exec::RunResult r;
+    r.verdict = exec::Verdict::kOk;
+    r.exit_code = 0;
+    r.stdout_text = "0\n1\n2\n3\n4\n\xff";
+    return r;
+  });
+  auto res = Post(CallRunPython(3, {{"code", "x"}}, "tok"));
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_EQ(res->get_header_value("X-Accel-Buffering"), "no");
+  EXPECT_EQ(res->body.find("\nid:"), std::string::npos);
+  auto events = ParseSse(res->body);
+  ASSERT_GE(events.size(), 2u);
+  std::string streamed;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    EXPECT_EQ(events[i].event, "message");
+    EXPECT_EQ(events[i].data["method"], "notifications/progress");
+    streamed += events[i].data["params"]["message"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, "0\n1\n2\n3\n4\n");
+  const json& last = events.back().data;
+  EXPECT_EQ(last["id"], 3);
+  EXPECT_EQ(last["result"]["structuredContent"]["verdict"], "ok");
+  EXPECT_EQ(last["result"]["structuredContent"]["stdout"], "0\n1\n2\n3\n4\n\xEF\xBF\xBD");
+}
+
+TEST_F(HttpTransportTest, CancelledRequestGetsNoResponse) {
+  Start();
+  Initialize();
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  std::optional<std::string> body;
+  std::thread caller([&] {
+    auto res = Post(CallRunPython("c1", {{"code", "x"}}, "p"));
+    if (res) body = res->body;
+  });
+  ASSERT_TRUE(service_.WaitStarted());
+  auto cancel = Post(Notification("notifications/cancelled", {{"requestId", "c1"}}));
+  EXPECT_EQ(cancel->status, 202);
+  caller.join();
+  EXPECT_TRUE(service_.WaitCancelled());
+  ASSERT_TRUE(body);
+  for (const auto& event : ParseSse(*body)) {
+    EXPECT_FALSE(event.data.contains("id")) << event.data;  // notifications only, no response
+  }
+}
+
+TEST_F(HttpTransportTest, DroppedConnectionCancelsTheRun) {
+  Start();
+  Initialize();
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string body = CallRunPython(1, {{"code", "x"}}).dump();
+  std::string request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + std::string(kAccept) +
+                        "\r\nContent-Type: application/json\r\nMcp-Session-Id: " + session_ +
+                        "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(service_.WaitStarted());
+  close(fd);
+  EXPECT_TRUE(service_.WaitCancelled());
+}
+
+TEST_F(HttpTransportTest, HostAndOriginChecks) {
+  Start();
+  auto client = Client();
+  auto res = client.Post(
+      "/mcp",
+      {{"Accept", kAccept}, {"Host", "evil.example.com"}, {"Origin", "http://evil.example.com"}},
+      InitializeRequest().dump(), "application/json");
+  EXPECT_EQ(res->status, 403);
+  res = client.Post("/mcp", {{"Accept", kAccept}, {"Origin", "http://evil.example.com"}},
+                    InitializeRequest().dump(), "application/json");
+  EXPECT_EQ(res->status, 403);
+  res = client.Post("/mcp", {{"Accept", kAccept}, {"Origin", "http://localhost:6274"}},
+                    InitializeRequest().dump(), "application/json");
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST_F(HttpTransportTest, BearerTokenRequiredWhenConfigured) {
+  Start(GuardOptions{"0123456789abcdef-token", {}, {}, {"/healthz"}});
+  auto res = Post(InitializeRequest());
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(res->get_header_value("WWW-Authenticate").rfind("Bearer", 0), 0u);
+  res = Post(InitializeRequest(), {{"Authorization", "Bearer nope"}});
+  EXPECT_EQ(res->status, 401);
+  res = Post(InitializeRequest(), {{"Authorization", "Bearer 0123456789abcdef-token"}});
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(Client().Get("/healthz")->status, 200);
+}
+
+TEST_F(HttpTransportTest, LegacySseEndpointAndMessageFlow) {
+  Start();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string received;
+  std::atomic<bool> stop{false};
+  std::thread stream([&] {
+    auto client = Client();
+    client.Get("/sse", {{"Accept", "text/event-stream"}}, [&](const char* data, std::size_t n) {
+      std::lock_guard lock(mu);
+      received.append(data, n);
+      cv.notify_all();
+      return !stop.load();
+    });
+  });
+  auto wait_for = [&](const std::string& needle) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30),
+                       [&] { return received.find(needle) != std::string::npos; });
+  };
+  ASSERT_TRUE(wait_for("\n\n"));
+  std::string endpoint;
+  {
+    std::lock_guard lock(mu);
+    auto events = ParseSse(received);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].event, "endpoint");
+    endpoint = events[0].data.get<std::string>();
+  }
+  ASSERT_EQ(endpoint.rfind("/messages?sessionId=", 0), 0u) << endpoint;
+
+  auto client = Client();
+  auto res =
+      client.Post(endpoint, InitializeRequest("2024-11-05", "init").dump(), "application/json");
+  EXPECT_EQ(res->status, 202);
+  ASSERT_TRUE(wait_for("\"init\""));
+  res = client.Post(endpoint, CallRunPython(2, {{"code", "x"}}, "pt").dump(), "application/json");
+  EXPECT_EQ(res->status, 202);
+  ASSERT_TRUE(wait_for("\"id\":2"));
+  {
+    std::lock_guard lock(mu);
+    auto events = ParseSse(received);
+    ASSERT_GE(events.size(), 4u);  // endpoint, initialize result, progress, call result
+    EXPECT_EQ(events[1].event, "message");
+    EXPECT_EQ(events[1].data["result"]["protocolVersion"], "2024-11-05");
+    EXPECT_EQ(events[2].data["method"], "notifications/progress");
+    EXPECT_EQ(events.back().data["result"]["structuredContent"]["stdout"], "hello\n");
+  }
+  EXPECT_EQ(client.Post("/messages?sessionId=nope", "{}", "application/json")->status, 404);
+  EXPECT_EQ(client.Post("/messages", "{}", "application/json")->status, 400);
+  stop = true;
+  legacy_->Shutdown();  // closes the stream, so the GET returns
+  stream.join();
+}
+
+TEST_F(HttpTransportTest, ShortRequestsAreServedWhileStreamsAreOpen) {
+  Start();
+  Initialize();
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 8; ++i) {
+    callers.emplace_back([this, i] { Post(CallRunPython(100 + i, {{"code", "x"}})); });
+  }
+  ASSERT_TRUE(service_.WaitStarted(8));
+  auto res = Post(Request("p", "ping"));  // 8 of 16 workers hold streams
+  EXPECT_EQ(res->status, 200);
+  streamable_->Shutdown();  // ends the session: the runs are cancelled, the streams end
+  for (auto& t : callers) t.join();
+}
+
+}  // namespace
+}  // namespace sandbox::http

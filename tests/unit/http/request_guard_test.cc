@@ -1,0 +1,65 @@
+#include "sandbox/http/request_guard.h"
+
+#include <gtest/gtest.h>
+
+namespace sandbox::http {
+namespace {
+
+std::optional<Rejection> Check(const RequestGuard& guard, std::string_view host,
+                               std::optional<std::string_view> origin = std::nullopt,
+                               std::string_view auth = "", std::string_view path = "/mcp") {
+  return guard.Check(path, host, origin.has_value(), origin.value_or(""), auth);
+}
+
+TEST(RequestGuardTest, AcceptsLoopbackHostsOnly) {
+  RequestGuard guard(GuardOptions{});
+  for (auto host : {"localhost", "localhost:8080", "127.0.0.1", "127.0.0.1:8080", "127.1.2.3:9",
+                    "[::1]", "[::1]:8080", "LOCALHOST:1"}) {
+    EXPECT_FALSE(Check(guard, host)) << host;
+  }
+  for (auto host : {"evil.example.com", "evil.example.com:8080", "127.0.0.1.evil.com",
+                    "localhost.evil.com", "10.0.0.1", "", "[::2]:80", "127.0.0.256"}) {
+    auto rejection = Check(guard, host);
+    ASSERT_TRUE(rejection) << host;
+    EXPECT_EQ(rejection->status, 403);
+  }
+}
+
+TEST(RequestGuardTest, AllowedHostsExtendTheList) {
+  RequestGuard guard(GuardOptions{"", {"sandbox.internal", "box:9000"}, {}, {}});
+  EXPECT_FALSE(Check(guard, "sandbox.internal:8080"));
+  EXPECT_FALSE(Check(guard, "box:9000"));
+  EXPECT_TRUE(Check(guard, "box:9001"));
+}
+
+TEST(RequestGuardTest, OriginAbsentOrLoopbackOrAllowed) {
+  RequestGuard guard(GuardOptions{"", {}, {"https://app.example.com"}, {}});
+  EXPECT_FALSE(Check(guard, "localhost"));
+  EXPECT_FALSE(Check(guard, "localhost", "http://localhost:6274"));
+  EXPECT_FALSE(Check(guard, "localhost", "http://127.0.0.1:8080"));
+  EXPECT_FALSE(Check(guard, "localhost", "http://[::1]:3000"));
+  EXPECT_FALSE(Check(guard, "localhost", "https://app.example.com/"));
+  for (auto origin : {"http://evil.example.com", "null", "", "file://", "http://localhost.evil.com",
+                      "https://app.example.com.evil.com"}) {
+    auto rejection = Check(guard, "localhost", origin);
+    ASSERT_TRUE(rejection) << origin;
+    EXPECT_EQ(rejection->status, 403);
+  }
+}
+
+TEST(RequestGuardTest, BearerTokenWhenConfigured) {
+  RequestGuard guard(GuardOptions{"s3cret-token-0123456789", {}, {}, {"/healthz"}});
+  EXPECT_EQ(Check(guard, "localhost")->status, 401);
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer wrong")->status, 401);
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer s3cret-token-012345678")->status, 401);
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Basic s3cret-token-0123456789")->status, 401);
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer s3cret-token-0123456789"));
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "bearer s3cret-token-0123456789"));
+  // Health probes need nothing.
+  EXPECT_FALSE(Check(guard, "10.1.2.3", std::nullopt, "", "/healthz"));
+  // Host is checked before the token: a rebinding attempt learns nothing about auth.
+  EXPECT_EQ(Check(guard, "evil.example.com")->status, 403);
+}
+
+}  // namespace
+}  // namespace sandbox::http
