@@ -110,21 +110,30 @@ class FrameDecoder:
         self._buf += data
 
     def frames(self):
-        """Pops every complete frame as (kind, payload)."""
+        """Pops every complete frame as (kind, payload); ProtocolError at a malformed one."""
+        out, error = self.frames_before_error()
+        if error is not None:
+            raise error
+        return out
+
+    def frames_before_error(self):
+        """Pops every complete frame up to a malformed one: (frames, ProtocolError or None).
+        The frames that came before the bad bytes are kept (and the bad bytes stay buffered)."""
         out = []
         buf = self._buf
         while len(buf) >= 5:
             length = int.from_bytes(buf[:4], "big")
             kind = bytes(buf[4:5])
             if kind not in self._kinds:
-                raise ProtocolError("frame of unknown kind %r" % kind)
+                return out, ProtocolError("frame of unknown kind %r" % kind)
             if length > self._max:
-                raise ProtocolError("frame of %d bytes exceeds the limit of %d" % (length, self._max))
+                return out, ProtocolError("frame of %d bytes exceeds the limit of %d"
+                                          % (length, self._max))
             if len(buf) < 5 + length:
                 break
             out.append((kind, bytes(buf[5:5 + length])))
             del buf[:5 + length]
-        return out
+        return out, None
 
     @property
     def pending(self):
@@ -1843,13 +1852,11 @@ class Zygote:
                         if state.corrupt:
                             continue  # drained (so the run never blocks on it), not parsed
                         res_decoder.feed(data)
-                        try:
-                            frames = res_decoder.frames()
-                        except ProtocolError:
-                            state.corrupt = CORRUPT_RESULTS
-                            continue
+                        frames, error = res_decoder.frames_before_error()
                         for _, payload in frames:
                             self._on_result(state, payload)
+                        if error is not None:
+                            state.corrupt = CORRUPT_RESULTS
                     elif tag == "st":
                         data = os.read(key.fd, 1 << 16)
                         if not data:

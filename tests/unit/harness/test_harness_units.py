@@ -58,6 +58,15 @@ class FrameTest(unittest.TestCase):
         with self.assertRaises(h.ProtocolError):
             d.frames()
 
+    def test_frames_before_error(self):
+        d = h.FrameDecoder()
+        d.feed(h.encode_frame(b"J", b"{}") + h.encode_frame(b"1", b"x") + b"\x00\x00\x00\x01Zq")
+        frames, error = d.frames_before_error()
+        self.assertEqual(frames, [(b"J", b"{}"), (b"1", b"x")])
+        self.assertIsInstance(error, h.ProtocolError)
+        with self.assertRaises(h.ProtocolError):
+            d.frames()
+
     def test_decode_message(self):
         self.assertEqual(h.decode_message(b"J", b'{"op":"ping"}'), {"op": "ping"})
         for bad in (b"{nope", b"[1]", b'{"op":1}', b'{"x":1}', b"\xff"):
