@@ -206,6 +206,13 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (!sandbox::http::IsLoopbackName(config.server.listen_host) &&
+      config.server.allowed_hosts.empty()) {
+    logger->warn(
+        "listening on {} but server.allowed_hosts is empty: requests whose Host header "
+        "is not a loopback name get 403; list the names clients use",
+        config.server.listen_host);
+  }
   sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{config.server.token,
                                                                 config.server.allowed_hosts,
                                                                 config.server.allowed_origins,
