@@ -11,7 +11,7 @@ DOCKER_SOCK="${DOCKER_SOCK:-/var/run/docker.sock}"
 SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
   libgtest-dev libgmock-dev libseccomp-dev python3)
-SANDBOX_ENGINE_PACKAGES=(docker.io debootstrap iptables)
+SANDBOX_ENGINE_PACKAGES=(docker.io debootstrap iptables runsc)
 
 log() { printf '[host] %s\n' "$*" >&2; }
 
@@ -35,12 +35,36 @@ engine_answers() {
   curl -fsS --max-time 2 --unix-socket "$DOCKER_SOCK" http://docker/_ping >/dev/null 2>&1
 }
 
+# Registers gVisor's runsc with dockerd (pools may choose "runtime": "runsc"). Only touches a
+# daemon.json that does not exist yet or has no runtimes; takes effect when dockerd starts.
+register_runsc() {
+  command -v runsc >/dev/null || return 0
+  local conf=/etc/docker/daemon.json
+  if [[ -f "$conf" ]] && grep -q '"runtimes"' "$conf"; then return 0; fi
+  as_root mkdir -p /etc/docker
+  if [[ -s "$conf" ]]; then
+    python3 - "$conf" <<'PY'
+import json, sys
+path = sys.argv[1]
+conf = json.load(open(path))
+conf.setdefault("runtimes", {})["runsc"] = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}
+json.dump(conf, open(path, "w"), indent=2)
+PY
+  else
+    # --network=none: runsc refuses to start containers here without it (see the README).
+    echo '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}' |
+      as_root tee "$conf" >/dev/null
+  fi
+  log "registered the gVisor runtime (runsc) in $conf"
+}
+
 ensure_engine() {
   if engine_answers; then return 0; fi
   if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix://* ]]; then
     log "DOCKER_HOST=$DOCKER_HOST does not answer; start that engine first"; return 1
   fi
   command -v dockerd >/dev/null || install_packages "${SANDBOX_ENGINE_PACKAGES[@]}"
+  register_runsc
   # A killed daemon leaves its pid file, and the next dockerd refuses to start.
   as_root rm -f /var/run/docker.pid
   log "starting dockerd (log: /var/log/dockerd.log)"
