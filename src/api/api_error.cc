@@ -35,7 +35,7 @@ std::string FieldOfMessage(const std::string& message) {
   if (message.rfind("unknown pool", 0) == 0) return "pool";
   const auto colon = message.find(':');
   if (colon == std::string::npos || colon == 0) return "";
-  const std::string head = message.substr(0, colon);
+  std::string head = message.substr(0, colon);
   for (char c : head) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
                     c == '[' || c == ']';

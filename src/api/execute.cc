@@ -65,8 +65,9 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
         }
         for (const auto& [field, ignored] : file.items()) {
           if (field != "path" && field != "content_base64") {
-            return Refuse(where + "." + field,
-                          where + "." + field + ": unknown field (expected path, content_base64)");
+            std::string name = where;
+            name.append(".").append(field);
+            return Refuse(name, name + ": unknown field (expected path, content_base64)");
           }
         }
         auto path = file.find("path");

@@ -114,9 +114,10 @@ bool WantsEventStream(std::string_view accept) {
         const std::string params = Lower(range.substr(semi));
         const auto q = params.find("q=");
         if (q != std::string::npos) {
-          const std::string value(Trim(std::string_view(params).substr(q + 2)));
+          const std::string_view rest = params;
+          const std::string value(Trim(rest.substr(q + 2)));
           refused =
-              value.rfind("0", 0) == 0 && value.find_first_of("123456789") == std::string::npos;
+              value.rfind('0', 0) == 0 && value.find_first_of("123456789") == std::string::npos;
         }
       }
       if (!refused) return true;
@@ -194,7 +195,7 @@ struct StreamState {
     }
   }
 
-  void Push(std::string event) {
+  void Push(const std::string& event) {
     {
       std::lock_guard lock(mu);
       queued += event;

@@ -84,7 +84,8 @@ std::size_t CompleteUtf8Prefix(std::string_view bytes) {
 std::string Utf8StreamDecoder::Feed(std::string_view bytes) {
   tail_.append(bytes);
   const std::size_t complete = CompleteUtf8Prefix(tail_);
-  std::string out = RepairUtf8(std::string_view(tail_).substr(0, complete));
+  const std::string_view whole = tail_;
+  std::string out = RepairUtf8(whole.substr(0, complete));
   tail_.erase(0, complete);
   return out;
 }
