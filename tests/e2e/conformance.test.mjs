@@ -1,0 +1,84 @@
+// The official MCP conformance suite (@modelcontextprotocol/conformance 0.1.13), server side,
+// against a server started with --conformance-fixtures (the suite's fixture tools). Every
+// server scenario runs (--suite all: the active ones and the pending ones); those that do not
+// apply to a tools server are listed with their reasons in conformance-baseline.yml. The suite exits non-zero on a failure that is
+// not in the baseline AND on a baseline entry that passes (stale), so both stay honest.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { E2E_DIR, startServer, stopAndCheck } from './lib/server.mjs';
+
+const CONFORMANCE = path.join(E2E_DIR, 'node_modules', '.bin', 'conformance');
+const BASELINE = path.join(E2E_DIR, 'conformance-baseline.yml');
+
+let server;
+
+before(async () => {
+  server = await startServer({ args: ['--conformance-fixtures'], waitIdle: 0 });
+});
+
+after(async () => {
+  if (server) await stopAndCheck(server, assert);
+});
+
+function run(args, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CONFORMANCE, args, { cwd: E2E_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (out += c));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`conformance did not finish within ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, out });
+    });
+  });
+}
+
+// One line per scenario from the saved checks: "PASS scenario" or "FAIL scenario: check: message".
+function summarize(outputDir) {
+  const lines = [];
+  for (const dir of readdirSync(outputDir).sort()) {
+    let checks;
+    try {
+      checks = JSON.parse(readFileSync(path.join(outputDir, dir, 'checks.json'), 'utf8'));
+    } catch {
+      continue;
+    }
+    const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+    const name = dir.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T.*$/, '');
+    lines.push(
+      failed.length === 0
+        ? `PASS ${name} (${checks.length} checks)`
+        : `FAIL ${name}: ${failed.map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`).join('; ')}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+test('conformance 0.1.13: every server scenario (--suite all), expected failures from the baseline', async (t) => {
+  const outputDir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-conformance-'));
+  try {
+    const { code, signal, out } = await run(
+      ['server', '--url', `${server.baseUrl}/mcp`, '--suite', 'all', '--expected-failures', BASELINE, '-o', outputDir],
+      240_000,
+    );
+    const summary = summarize(outputDir);
+    t.diagnostic(`scenarios:\n${summary}`);
+    assert.equal(
+      code,
+      0,
+      `conformance exited ${code ?? signal}: a failure outside the baseline or a stale baseline entry\n` +
+        `${summary}\n--- output (tail) ---\n${out.slice(-6000)}`,
+    );
+  } finally {
+    rmSync(outputDir, { recursive: true, force: true });
+  }
+});
