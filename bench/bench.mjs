@@ -289,7 +289,7 @@ async function apiCall(server, agent, code, kind) {
 }
 
 async function dockerRunCode(code, kind) {
-  const r = await dockerTimed(['run', '--rm', '--network', 'none', '--label', BASELINE_LABEL, opt.image, 'python3', '-c', code]);
+  const r = await dockerTimed(['run', '--rm', '--network', 'none', '--tmpfs', '/tmp', '--label', BASELINE_LABEL, opt.image, 'python3', '-c', code]);
   if (r.code !== 0 || r.stdout !== (kind === 'print' ? '1\n' : 'True\n')) throw new Error(`docker run ${kind}: ${r.code} ${r.stdout} ${r.stderr.slice(0, 300)}`);
   return r.ms;
 }
@@ -349,13 +349,13 @@ async function latency(ctx) {
     { key: 'mcp-fresh-print', label: 'MCP run_python (fresh)', kind: 'print', fn: () => mcpCall(clientsF[0], PRINT, 'print', I('mcp-fresh-print')) },
     { key: 'api-recycle-print', label: 'POST /v1/execute (recycle)', kind: 'print', fn: () => apiCall(R, agentR, PRINT, 'print'), api: true },
     { key: 'api-fresh-print', label: 'POST /v1/execute (fresh)', kind: 'print', fn: () => apiCall(F, agentF, PRINT, 'print'), api: true },
-    { key: 'run-print', label: 'docker run --rm --network none', kind: 'print', fn: () => dockerRunCode(PRINT, 'print') },
+    { key: 'run-print', label: 'docker run --rm --network none --tmpfs /tmp', kind: 'print', fn: () => dockerRunCode(PRINT, 'print') },
     { key: 'exec-print', label: 'docker exec (warm container)', kind: 'print', fn: () => dockerExecCode(warm, PRINT, 'print') },
     { key: 'mcp-recycle-plot', label: 'MCP run_python (recycle)', kind: 'plot', fn: () => mcpCall(clientsR[0], PLOT, 'plot', I('mcp-recycle-plot')) },
     { key: 'mcp-fresh-plot', label: 'MCP run_python (fresh)', kind: 'plot', fn: () => mcpCall(clientsF[0], PLOT, 'plot', I('mcp-fresh-plot')) },
     { key: 'api-recycle-plot', label: 'POST /v1/execute (recycle)', kind: 'plot', fn: () => apiCall(R, agentR, PLOT, 'plot'), api: true },
     { key: 'api-fresh-plot', label: 'POST /v1/execute (fresh)', kind: 'plot', fn: () => apiCall(F, agentF, PLOT, 'plot'), api: true },
-    { key: 'run-plot', label: 'docker run --rm --network none', kind: 'plot', fn: () => dockerRunCode(PLOT_DOCKER, 'plot') },
+    { key: 'run-plot', label: 'docker run --rm --network none --tmpfs /tmp', kind: 'plot', fn: () => dockerRunCode(PLOT_DOCKER, 'plot') },
     { key: 'exec-plot', label: 'docker exec (warm container)', kind: 'plot', fn: () => dockerExecCode(warm, PLOT_DOCKER, 'plot') },
   ];
   const active = rows.filter((r) => !r.api || apiAvailable);
@@ -576,7 +576,11 @@ async function main() {
   await R.waitIdle(4);
   await F.waitIdle(4);
   await FL.waitIdle(4);
-  const warmOut = await docker(['run', '-d', '--rm', '--network', 'none', '--label', BASELINE_LABEL, opt.image, 'sleep', 'infinity']);
+  // The baselines get a tmpfs on /tmp like the sandbox containers: the image's sitecustomize.py
+  // then seeds matplotlib's font cache there. Without it the image's root-owned, empty
+  // /tmp/.matplotlib makes matplotlib rebuild its font cache in every interpreter, which would
+  // flatter the server.
+  const warmOut = await docker(['run', '-d', '--rm', '--network', 'none', '--tmpfs', '/tmp', '--label', BASELINE_LABEL, opt.image, 'sleep', 'infinity']);
   const warm = warmOut.trim();
   const clientsR = [];
   const clientsF = [];
