@@ -27,11 +27,10 @@ if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
 fi
 
 say "building sandbox-mcp (Release) in $BUILD"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$BUILD.cmake.log" 2>&1 ||
-  { cat "$BUILD.cmake.log" >&2; exit 1; }
-cmake --build "$BUILD" -j"$(nproc)" --target sandbox-mcp >"$BUILD.build.log" 2>&1 ||
-  { tail -50 "$BUILD.build.log" >&2; exit 1; }
-rm -f "$BUILD.cmake.log" "$BUILD.build.log"
+mkdir -p "$BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$BUILD/bench-build.log" 2>&1 &&
+  cmake --build "$BUILD" -j"$(nproc)" --target sandbox-mcp >>"$BUILD/bench-build.log" 2>&1 ||
+  { tail -50 "$BUILD/bench-build.log" >&2; say "build failed (log: $BUILD/bench-build.log)"; exit 1; }
 
 if [ ! -d bench/node_modules/@modelcontextprotocol/sdk ] ||
    [ bench/package-lock.json -nt bench/node_modules/.package-lock.json ]; then
