@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { instanceContainers, sleep, stdioServerParams, textOf } from './lib/server.mjs';
 
-test('stdio: initialize, run_python print(1), clean exit when stdin closes', async () => {
+test('stdio: initialize, run_python print(1), no container left when the client closes', async (t) => {
   const { instanceId, configDir, params } = stdioServerParams();
   const transport = new StdioClientTransport(params);
   let stderr = '';
@@ -42,9 +42,9 @@ test('stdio: initialize, run_python print(1), clean exit when stdin closes', asy
       left = await instanceContainers(instanceId);
     }
     const how = `exit ${JSON.stringify(status)} (pid ${pid}); stderr:\n${stderr.slice(-3000)}`;
-    // A server still running 4 s after its stdin closed is killed by the SDK (SIGKILL) and
-    // cannot remove its containers.
-    assert.notEqual(status?.signal, 'SIGKILL', `the SDK had to SIGKILL the stdio server: ${how}`);
+    // How fast the server exits is checked by stdio-shutdown.test.mjs (known failing); here:
+    // whichever way it ended, none of its containers may survive it.
+    t.diagnostic(`stdio server ended: ${JSON.stringify(status)}`);
     assert.deepEqual(left, [], `containers left after the stdio server exited: ${how}`);
   }
 });

@@ -61,7 +61,9 @@ export function writeConfig(instanceId, pool = {}) {
   const file = path.join(dir, 'config.json');
   const config = {
     instance_id: instanceId,
-    pools: [{ name: 'default', min_idle: 1, max_total: 4, ...pool }],
+    // acquire_timeout_ms: container starts take several seconds on a loaded 2-core machine;
+    // a call that finds no warm sandbox waits for one instead of failing as busy after 10 s.
+    pools: [{ name: 'default', min_idle: 1, max_total: 4, acquire_timeout_ms: 60_000, ...pool }],
   };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return { dir, file };
