@@ -77,10 +77,27 @@ ensure_engine() {
   return 1
 }
 
+# The end-to-end tests (tests/e2e) drive the server with real MCP clients from npm, pinned in
+# tests/e2e/package-lock.json: `npm ci` when node_modules is missing or the lock file changed.
+install_e2e_clients() {
+  local dir="$SANDBOX_ROOT/tests/e2e"
+  local stamp="$dir/node_modules/.package-lock.sha256" want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
+  if ! command -v npm >/dev/null; then
+    log "npm not found: the end-to-end tests need Node.js >= 20 with npm"; return 1
+  fi
+  log "installing the end-to-end test clients (npm ci in tests/e2e)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  echo "$want" >"$stamp"
+}
+
 prepare_host() {
   install_packages "${SANDBOX_BUILD_PACKAGES[@]}" "${SANDBOX_ENGINE_PACKAGES[@]}"
   ensure_engine
   bash "$SANDBOX_ROOT/images/build.sh"
+  # Only the test command needs the npm clients.
+  if [[ "$(basename "$0")" == test.sh ]]; then install_e2e_clients; fi
 }
 
 build_server() {
