@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/http/legacy_sse_transport.h"
@@ -199,7 +200,9 @@ int main(int argc, char** argv) {
     logger->info("serving MCP on stdin/stdout");
     stdio.Run(STDIN_FILENO, STDOUT_FILENO);
     input_closed.store(true);
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    // SIGTERM is blocked everywhere; this only wakes the sigwait of the signal thread.
+    pthread_kill(signal_thread.native_handle(),
+                 SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread)
     signal_thread.join();
     (*service)->Shutdown();
     logger->info("stopped; all sandbox containers removed");
@@ -231,6 +234,10 @@ int main(int argc, char** argv) {
   legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   sandbox::http::LegacySseTransport legacy(dispatcher, legacy_options, logger);
   legacy.Register(http, "/sse", "/messages");
+  sandbox::api::ApiOptions api_options;
+  api_options.version = SANDBOX_VERSION;
+  sandbox::api::HttpApi http_api(**service, api_options, logger);
+  http_api.Register(http);  // /eval, /v1/execute, /openapi.json
 
   http.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
     auto ping = (*client)->Ping(sandbox::docker::CallOptions::Within(std::chrono::seconds(2)));
@@ -255,6 +262,7 @@ int main(int argc, char** argv) {
     // Cancel the runs first: their streams then end, and stop() does not wait on them.
     streamable.Shutdown();
     legacy.Shutdown();
+    http_api.Shutdown();
     http.stop();
   });
 
@@ -265,8 +273,10 @@ int main(int argc, char** argv) {
     signal_thread.join();
     return 1;
   }
-  logger->info("listening on http://{}:{} (MCP at /mcp, legacy SSE at /sse)",
-               config.server.listen_host, config.server.listen_port);
+  logger->info(
+      "listening on http://{}:{} (MCP at /mcp, legacy SSE at /sse, HTTP API at /v1/execute and "
+      "/eval)",
+      config.server.listen_host, config.server.listen_port);
   http.listen_after_bind();
 
   signal_thread.join();
