@@ -88,6 +88,45 @@ test('unknown tool and bad arguments: JSON-RPC -32602 naming the problem', async
   });
 });
 
+test('run_python files: an input file in, a written file back as structured info and a resource', async () => {
+  const csv = 'x,y\n1,2\n3,4\n';
+  const code = [
+    'import csv',
+    "rows = list(csv.DictReader(open('data/in.csv')))",
+    "total = sum(int(r['x']) + int(r['y']) for r in rows)",
+    "open('out.txt', 'w').write(f'total={total}')",
+    'print(total)',
+  ].join('\n');
+  const result = await client.callTool({
+    name: 'run_python',
+    arguments: { code, files: [{ path: 'data/in.csv', content_base64: Buffer.from(csv).toString('base64') }] },
+  });
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(result.structuredContent.stdout, '10\n');
+  const out = result.structuredContent.files?.find((f) => f.path === 'out.txt');
+  assert.ok(out, `files: ${JSON.stringify(result.structuredContent.files)}`);
+  assert.equal(out.size, 'total=10'.length);
+  const resources = result.content.filter((c) => c.type === 'resource');
+  const text = resources
+    .map((r) => r.resource.text ?? Buffer.from(r.resource.blob ?? '', 'base64').toString())
+    .join('\n');
+  assert.match(text, /total=10/, `embedded resources: ${JSON.stringify(resources)}`);
+});
+
+test('a long silent run keeps a client that resets its timeout on progress waiting', async () => {
+  // 22 s of silence with a 15 s request timeout: only the server's periodic progress (at
+  // least every 10 s) keeps the SDK from giving up.
+  const seen = [];
+  const result = await client.callTool(
+    { name: 'run_python', arguments: { code: 'import time\ntime.sleep(22)\nprint("done")' } },
+    undefined,
+    { onprogress: (p) => seen.push(p), timeout: 15_000, resetTimeoutOnProgress: true },
+  );
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(result.structuredContent.stdout, 'done\n');
+  assert.ok(seen.length >= 2, `progress during the silence: ${JSON.stringify(seen)}`);
+});
+
 test('sandbox_info: python version and packages', async () => {
   const result = await client.callTool({ name: 'sandbox_info', arguments: {} });
   assert.notEqual(result.isError, true, textOf(result));
