@@ -91,7 +91,8 @@ bool RequestGuard::OriginAllowed(std::string_view origin) const {
   if (scheme_end == std::string::npos) return false;  // "null" and other opaque origins
   std::string scheme = normalized.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") return false;
-  std::string_view authority = std::string_view(normalized).substr(scheme_end + 3);
+  std::string_view authority = normalized;
+  authority.remove_prefix(scheme_end + 3);
   authority = authority.substr(0, authority.find('/'));
   return IsLoopbackName(HostName(authority));
 }

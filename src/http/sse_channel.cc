@@ -4,7 +4,7 @@
 
 namespace sandbox::http {
 
-bool SseChannel::Push(std::string event) {
+bool SseChannel::Push(const std::string& event) {
   {
     std::lock_guard lock(mu_);
     if (abandoned_ || closed_) return false;
@@ -79,7 +79,8 @@ std::string FormatSseEvent(std::string_view event, std::string_view data) {
   return out;
 }
 
-void ServeSse(httplib::Response& res, std::shared_ptr<SseChannel> channel, SseOptions options) {
+void ServeSse(httplib::Response& res, const std::shared_ptr<SseChannel>& channel,
+              SseOptions options) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");

@@ -63,13 +63,14 @@ void StdioTransport::HandleLine(std::string_view line) {
     if (response) Write(*response);
     return;
   }
+  const json id = value["id"];
   bool spawned = tasks_.Spawn([this, value = std::move(value)] {
     StdoutOutbound task_out([this](const json& m) { Write(m); });
     if (auto response = dispatcher_.Handle(session_, value, task_out)) Write(*response);
   });
   if (!spawned) {
-    Write(MakeError(value["id"], {rpc_code::kServerError,
-                                  "server busy: too many tool calls in flight; retry later"}));
+    Write(MakeError(
+        id, {rpc_code::kServerError, "server busy: too many tool calls in flight; retry later"}));
   }
 }
 

@@ -29,7 +29,7 @@ class SseChannel {
   enum class Next { kData, kIdle, kClosed, kAbandoned };
 
   // Queues a formatted event. False when the peer is gone (nothing will read it).
-  bool Push(std::string event);
+  bool Push(const std::string& event);
   // The stream ends once the queued events are written.
   void Close();
   // The peer went away: queued events are dropped, later pushes fail, and the abandon callback
@@ -62,6 +62,7 @@ struct SseOptions {
 // Sets the SSE headers (text/event-stream, Cache-Control: no-cache, X-Accel-Buffering: no) and
 // a chunked content provider that drains `channel` until it is closed. When the connection
 // fails or the peer goes away first, the channel is abandoned.
-void ServeSse(httplib::Response& res, std::shared_ptr<SseChannel> channel, SseOptions options);
+void ServeSse(httplib::Response& res, const std::shared_ptr<SseChannel>& channel,
+              SseOptions options);
 
 }  // namespace sandbox::http
