@@ -201,8 +201,8 @@ int main(int argc, char** argv) {
     stdio.Run(STDIN_FILENO, STDOUT_FILENO);
     input_closed.store(true);
     // SIGTERM is blocked everywhere; this only wakes the sigwait of the signal thread.
-    pthread_kill(signal_thread.native_handle(),
-                 SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread)
+    // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     (*service)->Shutdown();
     logger->info("stopped; all sandbox containers removed");
