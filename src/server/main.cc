@@ -278,6 +278,7 @@ int main(int argc, char** argv) {
       "/eval)",
       config.server.listen_host, config.server.listen_port);
   http.listen_after_bind();
+  logger->info("HTTP server stopped; stopping the pools");
 
   signal_thread.join();
   (*service)->Shutdown();

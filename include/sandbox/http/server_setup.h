@@ -21,7 +21,10 @@ struct HttpServerOptions {
   std::int64_t max_body_bytes = 8LL << 20;  // larger bodies get 413
   int read_timeout_s = 30;                  // to receive a request
   int write_timeout_s = 30;                 // for one write to a slow client
-  int keep_alive_timeout_s = 30;
+  // An idle keep-alive connection holds its worker until this passes, and httplib's stop() waits
+  // for it (its keep-alive wait does not watch for shutdown): short, so SIGTERM exits within
+  // seconds (docker stop allows 10). Reconnecting on loopback costs nothing.
+  int keep_alive_timeout_s = 3;
   std::size_t keep_alive_max_requests = 1000;
 };
 
