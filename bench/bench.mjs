@@ -278,8 +278,9 @@ function apiExecute(server, agent, code) {
     req.end(body);
   });
 }
-async function apiCall(server, agent, code, kind) {
+async function apiCall(server, agent, code, kind, inner) {
   const r = await apiExecute(server, agent, code);
+  if (inner && r.json?.duration_ms !== undefined) inner.push(r.json.duration_ms);
   if (r.status !== 200 || r.json?.verdict !== 'ok') throw new Error(`/v1/execute ${kind}: ${r.status} ${r.text.slice(0, 300)}`);
   if (kind === 'print' && r.json.stdout !== '1\n') throw new Error(`/v1/execute print: stdout ${JSON.stringify(r.json.stdout)}`);
   if (kind === 'plot' && !(r.json.images?.length === 1 && Buffer.from(r.json.images[0].data_base64, 'base64').subarray(0, 8).equals(PNG_SIG))) {
@@ -347,14 +348,14 @@ async function latency(ctx) {
   const rows = [
     { key: 'mcp-recycle-print', label: 'MCP run_python (recycle)', kind: 'print', fn: () => mcpCall(clientsR[0], PRINT, 'print', I('mcp-recycle-print')) },
     { key: 'mcp-fresh-print', label: 'MCP run_python (fresh)', kind: 'print', fn: () => mcpCall(clientsF[0], PRINT, 'print', I('mcp-fresh-print')) },
-    { key: 'api-recycle-print', label: 'POST /v1/execute (recycle)', kind: 'print', fn: () => apiCall(R, agentR, PRINT, 'print'), api: true },
-    { key: 'api-fresh-print', label: 'POST /v1/execute (fresh)', kind: 'print', fn: () => apiCall(F, agentF, PRINT, 'print'), api: true },
+    { key: 'api-recycle-print', label: 'POST /v1/execute (recycle)', kind: 'print', fn: () => apiCall(R, agentR, PRINT, 'print', I('api-recycle-print')), api: true },
+    { key: 'api-fresh-print', label: 'POST /v1/execute (fresh)', kind: 'print', fn: () => apiCall(F, agentF, PRINT, 'print', I('api-fresh-print')), api: true },
     { key: 'run-print', label: 'docker run --rm --network none --tmpfs /tmp', kind: 'print', fn: () => dockerRunCode(PRINT, 'print') },
     { key: 'exec-print', label: 'docker exec (warm container)', kind: 'print', fn: () => dockerExecCode(warm, PRINT, 'print') },
     { key: 'mcp-recycle-plot', label: 'MCP run_python (recycle)', kind: 'plot', fn: () => mcpCall(clientsR[0], PLOT, 'plot', I('mcp-recycle-plot')) },
     { key: 'mcp-fresh-plot', label: 'MCP run_python (fresh)', kind: 'plot', fn: () => mcpCall(clientsF[0], PLOT, 'plot', I('mcp-fresh-plot')) },
-    { key: 'api-recycle-plot', label: 'POST /v1/execute (recycle)', kind: 'plot', fn: () => apiCall(R, agentR, PLOT, 'plot'), api: true },
-    { key: 'api-fresh-plot', label: 'POST /v1/execute (fresh)', kind: 'plot', fn: () => apiCall(F, agentF, PLOT, 'plot'), api: true },
+    { key: 'api-recycle-plot', label: 'POST /v1/execute (recycle)', kind: 'plot', fn: () => apiCall(R, agentR, PLOT, 'plot', I('api-recycle-plot')), api: true },
+    { key: 'api-fresh-plot', label: 'POST /v1/execute (fresh)', kind: 'plot', fn: () => apiCall(F, agentF, PLOT, 'plot', I('api-fresh-plot')), api: true },
     { key: 'run-plot', label: 'docker run --rm --network none --tmpfs /tmp', kind: 'plot', fn: () => dockerRunCode(PLOT_DOCKER, 'plot') },
     { key: 'exec-plot', label: 'docker exec (warm container)', kind: 'plot', fn: () => dockerExecCode(warm, PLOT_DOCKER, 'plot') },
   ];
@@ -422,6 +423,29 @@ async function perfFinish(p) {
   } finally {
     rmSync(p.file, { force: true });
   }
+}
+
+// Diagnostic: one client, sequential runs on the recycle pool (4 idle sandboxes), with no pause
+// between runs and with a pause of 300 ms; which container served each run (its hostname).
+async function backToBack(client, n) {
+  const out = {};
+  for (const gap of [0, 300]) {
+    const lat = [];
+    const inner = [];
+    const hosts = new Set();
+    for (let i = 0; i < n; i++) {
+      const t0 = now();
+      const r = await client.callTool({ name: 'run_python', arguments: { code: 'import socket\nprint(socket.gethostname())' } });
+      lat.push(now() - t0);
+      if (r.structuredContent?.verdict === 'ok') {
+        inner.push(r.structuredContent.duration_ms);
+        hosts.add(r.structuredContent.stdout.trim());
+      }
+      if (gap) await sleep(gap);
+    }
+    out[gap] = { p50: summary(lat).p50, inner: summary(inner).p50, containers: hosts.size, n };
+  }
+  return out;
 }
 
 // Sustained one-shot print(1) through MCP with c clients, each on its own session.
@@ -600,7 +624,7 @@ async function main() {
   }
   // Idle RSS: warm pools, clients connected, nothing running.
   await sleep(1000);
-  results.cost.rssIdle = { recycle: R.rssKiB(), fresh: F.rssKiB() };
+  results.cost.rssIdle = { recycle: R.rssKiB(), fresh: F.rssKiB(), 'fresh-lean': FL.rssKiB() };
   const ctx = { R, F, FL, clientsR, clientsF, clientsFL, agentR, agentF, warm, apiAvailable };
 
   const ctxDone = async () => {
@@ -616,6 +640,8 @@ async function main() {
       await dockerExecCode(warm, PRINT, 'print');
     }
     await latency(ctx);
+    results.backToBack = await backToBack(clientsR[0], Math.max(10, Math.min(40, opt.n)));
+    log(`back-to-back: ${JSON.stringify(results.backToBack)}`);
     await throughput(ctx);
     results.cost.rssEnd = { recycle: R.rssKiB(), fresh: F.rssKiB() };
     await ctxDone();
@@ -668,7 +694,16 @@ function render() {
     else p(`| ${r.kind} | ${r.label} | ${r.n} | ${fmtMs(r.p50)} | ${fmtMs(r.p90)} | ${fmtMs(r.p99)} | ${r.inner === undefined ? '' : fmtMs(r.inner)} | ${r.errors} |`);
   }
   p();
-  p('"in harness" = the run\'s own `duration_ms` (request reaching the zygote -> end of the run); the rest of the MCP latency is the server, the Docker attach stream and HTTP.');
+  p('"in harness" = the run\'s own `duration_ms` (request reaching the zygote -> end of the run); the rest is the server, the Docker attach stream, HTTP and any wait for the sandbox (see the README on back-to-back requests).');
+  if (results.backToBack) {
+    const b = results.backToBack;
+    p();
+    p('Sequential print-the-hostname runs from one MCP client on the recycle pool (4 idle sandboxes):');
+    p();
+    p('| pause between runs | n | latency p50 ms | in harness p50 ms | containers that served them |');
+    p('|---:|---:|---:|---:|---:|');
+    for (const g of ['0', '300']) p(`| ${g} ms | ${b[g].n} | ${fmtMs(b[g].p50)} | ${fmtMs(b[g].inner)} | ${b[g].containers} of 4 |`);
+  }
   p();
   p('### Throughput (one-shot `print(1)` through MCP run_python, runs/s; one MCP session per client)');
   p();
@@ -713,7 +748,7 @@ function render() {
   const c = results.cost;
   p('| what | value |');
   p('|---|---|');
-  p(`| server RSS idle (4 warm containers, 8 MCP sessions open) | recycle ${mib(c.rssIdle?.recycle?.rss)} MiB, fresh ${mib(c.rssIdle?.fresh?.rss)} MiB |`);
+  p(`| server RSS idle (4 warm containers, 8 MCP sessions open) | recycle ${mib(c.rssIdle?.recycle?.rss)} MiB, fresh ${mib(c.rssIdle?.fresh?.rss)} MiB, fresh-lean ${mib(c.rssIdle?.['fresh-lean']?.rss)} MiB |`);
   p(`| server RSS under load (max while the throughput runs) | recycle ${mib(c.rssLoad?.recycle)} MiB, fresh ${mib(c.rssLoad?.fresh)} MiB, fresh-lean ${mib(c.rssLoad?.['fresh-lean'])} MiB |`);
   p(`| server threads idle / end | recycle ${c.rssIdle?.recycle?.threads} / ${c.rssEnd?.recycle?.threads}, fresh ${c.rssIdle?.fresh?.threads} / ${c.rssEnd?.fresh?.threads} |`);
   if (c.fill) p(`| pool of 8 filling from empty (process start -> /healthz idle 8) | ${(c.fill.fullMs / 1000).toFixed(1)} s (server up ${fmtMs(c.fill.upMs)} ms, first idle ${(c.fill.firstMs / 1000).toFixed(1)} s); RSS then ${mib(c.fill.rssFullKiB)} MiB |`);
