@@ -681,6 +681,7 @@ function render() {
   const p = (s = '') => lines.push(s);
   p(`## sandbox-mcp benchmark, ${m.date}`);
   p();
+  p(`Command: \`${process.env.BENCH_COMMAND || ['node', 'bench/bench.mjs', ...process.argv.slice(2)].join(' ')}\``);
   p(`Machine: ${m.nproc} cores (${m.cpu}), ${m.memGiB} GiB, Linux ${m.kernel}, Docker ${m.docker}, Node ${m.node}; load average at start ${m.loadStart}, at end ${m.loadEnd}.`);
   p(`Settings: n=${opt.n} latency samples per row (interleaved, one at a time); throughput windows ${opt.duration} s after ${opt.warmup} s of warm-up;`);
   p(`pools: recycle min_idle 4 / max_total 4; fresh min_idle 4 / max_total 8 / max_concurrent_starts 2 (default); fill test: recycle min_idle 8 / max_total 8 / max_concurrent_starts 2 (default).`);

@@ -41,4 +41,5 @@ fi
 OUT=()
 case " $* " in *" --out "*) ;; *) OUT=(--out "bench/results/$(date -u +%F).md") ;; esac
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg) (results are noisy above ~2 on 2 cores)"
+export BENCH_COMMAND="bench/run.sh${*:+ $*}"
 exec node bench/bench.mjs --bin "$BUILD/src/server/sandbox-mcp" --image "$IMAGE" "${OUT[@]}" "$@"
