@@ -1,12 +1,9 @@
-// KNOWN FAILING until the server is fixed: listed in run.mjs's KNOWN_FAILING, so CTest does not
-// run it; `node run.mjs http-shutdown.test.mjs` does.
-//
 // SIGTERM must stop an HTTP server promptly. Clients keep idle keep-alive connections open
-// (Node's fetch, which the TypeScript SDK uses, keeps them for as long as the server's
-// `Keep-Alive: timeout=30` allows), and sandbox-mcp's shutdown waits until every such
-// connection times out: about 30 s after SIGTERM with one idle connection, even with no run
-// in flight. Service managers and `docker stop` (10 s) kill it before it removes its
-// containers. This test closes its client cleanly, sends SIGTERM and allows 10 s.
+// (Node's fetch, which the TypeScript SDK uses, keeps them as long as the server's Keep-Alive
+// timeout allows), and httplib's keep-alive wait ignores stop(): with a 30 s keep-alive the
+// server took ~30 s to exit after SIGTERM with one idle connection (fixed by a 3 s keep-alive).
+// Service managers and `docker stop` (10 s) would kill it before it removes its containers.
+// This test closes its client cleanly, sends SIGTERM and allows 10 s.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
