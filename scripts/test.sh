@@ -10,8 +10,12 @@ build_server "$SANDBOX_ROOT/build" -DSANDBOX_BUILD_TESTS=ON -DSANDBOX_WERROR="$w
 cd "$SANDBOX_ROOT/build"
 status=0
 ctest --output-on-failure --timeout 900 "$@" || status=$?
-# Every container a test starts carries this label; none may outlive the run.
-leftover="$(docker ps -aq --filter label=io.sandbox-mcp.managed=true || true)"
+# Every container a test starts carries io.sandbox-mcp.managed=true and either the label
+# io.sandbox-mcp.test=true or an instance id starting with test- or e2e-; none may outlive the
+# run. Containers of other instances (a server running beside the tests) are left alone.
+leftover="$(docker ps -a --filter label=io.sandbox-mcp.managed=true \
+  --format '{{.ID}}|{{.Label "io.sandbox-mcp.instance"}}|{{.Label "io.sandbox-mcp.test"}}' |
+  awk -F'|' '$3 == "true" || $2 ~ /^(test|e2e)-/ {print $1}' || true)"
 if [[ -n "$leftover" ]]; then
   echo "[test] containers left behind by the tests:" >&2
   docker ps -a --filter label=io.sandbox-mcp.managed=true >&2
