@@ -797,6 +797,20 @@ function render() {
   return lines.join('\n') + '\n';
 }
 
+// Ctrl-C / SIGTERM: stop the servers (they remove their containers) and the baselines' containers.
+let stopping = false;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, async () => {
+    if (stopping) return;
+    stopping = true;
+    log(`${sig}: stopping the servers and removing this run's containers`);
+    for (const s of servers) if (s.child?.exitCode === null) await s.stop().catch(() => {});
+    const left = await containersWithLabel(BASELINE_LABEL).catch(() => []);
+    if (left.length) await docker(['rm', '-f', ...left]).catch(() => {});
+    process.exit(130);
+  });
+}
+
 main().catch(async (e) => {
   console.error(e);
   for (const s of servers) if (s.child?.exitCode === null) await s.stop().catch(() => {});
