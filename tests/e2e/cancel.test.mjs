@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { instanceContainers, sleep, startServer, stopAndCheck, textOf, waitForPool } from './lib/server.mjs';
+import { deadline, instanceContainers, sleep, startServer, stopAndCheck, textOf, waitForPool } from './lib/server.mjs';
 
 const LONG_RUN = "import time\nprint('go', flush=True)\ntime.sleep(120)";
 
@@ -36,13 +36,13 @@ async function runAndAbort(client, whileRunning = async () => {}) {
     (result) => ({ result }),
     (error) => ({ error }),
   );
-  const first = await Promise.race([progressed, outcome.then(() => null), sleep(60_000).then(() => 'timeout')]);
+  const first = await Promise.race([progressed, outcome.then(() => null), deadline(60_000, 'timeout')]);
   assert.notEqual(first, 'timeout', 'no progress notification within 60 s of starting the run');
   if (!first) assert.fail(`the call ended before any progress notification: ${JSON.stringify(await outcome)}`);
   await whileRunning();
   const abortedAt = Date.now() - t0;
   controller.abort();
-  const settled = await Promise.race([outcome, sleep(10_000).then(() => 'timeout')]);
+  const settled = await Promise.race([outcome, deadline(10_000, 'timeout')]);
   assert.notEqual(settled, 'timeout', 'the aborted call did not settle within 10 s');
   assert.ok(
     settled.error,
@@ -93,9 +93,9 @@ test("fresh pool: the cancelled run's container is removed", async () => {
     // SDK 1.x rejects with McpError(-32001) whose message carries the AbortError.
     assert.match(String(error), /AbortError|aborted/, `rejected with ${error}`);
 
-    const deadline = Date.now() + 10_000;
+    const until = Date.now() + 10_000;
     let present = await instanceContainers(server.instanceId);
-    while (present.includes(runContainer) && Date.now() < deadline) {
+    while (present.includes(runContainer) && Date.now() < until) {
       await sleep(200);
       present = await instanceContainers(server.instanceId);
     }

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { sleep, startServer } from './lib/server.mjs';
+import { deadline, startServer } from './lib/server.mjs';
 
 test('http: SIGTERM after a client has closed: the server exits within 10 s', async () => {
   const server = await startServer({ pool: { min_idle: 1, max_total: 1 } });
@@ -20,7 +20,7 @@ test('http: SIGTERM after a client has closed: the server exits within 10 s', as
 
   const t0 = Date.now();
   server.child.kill('SIGTERM');
-  const status = await Promise.race([server.exited, sleep(10_000).then(() => null)]);
+  const status = await Promise.race([server.exited, deadline(10_000, null)]);
   const elapsed = Date.now() - t0;
   const stopped = await server.stop(); // waits for the exit (SIGKILL after 45 s) and cleans up
   assert.ok(

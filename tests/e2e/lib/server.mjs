@@ -36,6 +36,11 @@ function serverEnv(extra = {}) {
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Resolves with `value` after `ms`, for Promise.race deadlines. The timer is unref'd so that a
+// deadline that did not fire does not keep the test process alive after its tests are done.
+export const deadline = (ms, value) =>
+  new Promise((resolve) => setTimeout(() => resolve(value), ms).unref());
+
 export async function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -102,9 +107,9 @@ function healthz(baseUrl) {
 
 // Polls /healthz until the default pool has `idle` warm containers and none starting.
 export async function waitForPool(baseUrl, { idle = 1, timeoutMs = 120_000 } = {}) {
-  const deadline = Date.now() + timeoutMs;
+  const until = Date.now() + timeoutMs;
   let last = null;
-  while (Date.now() < deadline) {
+  while (Date.now() < until) {
     last = await healthz(baseUrl);
     const pool = last?.pools?.find((p) => p.name === 'default');
     if (pool && pool.idle >= idle && pool.starting === 0) return last;
@@ -150,7 +155,7 @@ export class SandboxServer {
 
   async stop({ timeoutMs = 45_000 } = {}) {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
-    const timer = sleep(timeoutMs).then(() => 'timeout');
+    const timer = deadline(timeoutMs, 'timeout');
     let status = await Promise.race([this.exited, timer]);
     if (status === 'timeout') {
       this.child.kill('SIGKILL');
