@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "api/utf8.h"
+#include "sandbox/core/utf8.h"
 #include "sandbox/api/execute.h"
 #include "sandbox/api/openapi.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "api/utf8.h"
+#include "sandbox/core/utf8.h"
 #include "sandbox/core/base64.h"
 
 namespace sandbox::api {

@@ -1,6 +1,6 @@
 #include "sandbox/mcp/output_relay.h"
 
-#include "sandbox/mcp/utf8.h"
+#include "sandbox/core/utf8.h"
 
 namespace sandbox::mcp {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "sandbox/core/base64.h"
-#include "sandbox/mcp/utf8.h"
+#include "sandbox/core/utf8.h"
 
 namespace sandbox::mcp {
 namespace {

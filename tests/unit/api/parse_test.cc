@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/utf8.h"
+#include "sandbox/core/utf8.h"
 #include "sandbox/api/execute.h"
 #include "sandbox/api/snekbox.h"
 #include "sandbox/core/base64.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sandbox/mcp/protocol_version.h"
-#include "sandbox/mcp/utf8.h"
+#include "sandbox/core/utf8.h"
 
 namespace sandbox::mcp {
 namespace {

@@ -1,15 +1,15 @@
-#include "sandbox/mcp/utf8.h"
+#include "sandbox/core/utf8.h"
 
 #include <cstdint>
 
-namespace sandbox::mcp {
+namespace sandbox {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 
-// Length of the valid sequence starting at bytes[i], or 0 when it is invalid; sets `maximal` to
-// the length of the maximal invalid subpart (at least 1) in that case. `incomplete` is set when
-// the input ends inside a sequence that was valid so far.
+// Length of the valid sequence at bytes[i], or 0 when invalid; then `maximal` is the length of
+// the maximal invalid subpart (at least 1) and `incomplete` tells whether the input ended inside
+// a sequence that was valid so far.
 std::size_t SequenceAt(std::string_view bytes, std::size_t i, std::size_t& maximal,
                        bool& incomplete) {
   const auto b0 = static_cast<std::uint8_t>(bytes[i]);
@@ -58,7 +58,7 @@ std::string RepairUtf8(std::string_view bytes) {
   while (i < bytes.size()) {
     std::size_t maximal = 0;
     bool incomplete = false;
-    std::size_t n = SequenceAt(bytes, i, maximal, incomplete);
+    const std::size_t n = SequenceAt(bytes, i, maximal, incomplete);
     if (n > 0) {
       out.append(bytes.substr(i, n));
       i += n;
@@ -84,7 +84,7 @@ bool IsValidUtf8(std::string_view bytes) {
 
 std::size_t CompleteUtf8Prefix(std::string_view bytes) {
   // Only the last three bytes can start an unfinished sequence.
-  std::size_t start = bytes.size() > 3 ? bytes.size() - 3 : 0;
+  const std::size_t start = bytes.size() > 3 ? bytes.size() - 3 : 0;
   for (std::size_t i = start; i < bytes.size(); ++i) {
     std::size_t maximal = 0;
     bool incomplete = false;
@@ -93,4 +93,19 @@ std::size_t CompleteUtf8Prefix(std::string_view bytes) {
   return bytes.size();
 }
 
-}  // namespace sandbox::mcp
+std::string Utf8StreamDecoder::Feed(std::string_view bytes) {
+  tail_.append(bytes);
+  const std::size_t complete = CompleteUtf8Prefix(tail_);
+  const std::string_view whole = tail_;
+  std::string out = RepairUtf8(whole.substr(0, complete));
+  tail_.erase(0, complete);
+  return out;
+}
+
+std::string Utf8StreamDecoder::Flush() {
+  std::string out = RepairUtf8(tail_);
+  tail_.clear();
+  return out;
+}
+
+}  // namespace sandbox

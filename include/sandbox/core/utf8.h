@@ -1,17 +1,20 @@
-// UTF-8 repair for program output on its way into JSON (private to sandbox_api): a program may
-// write any bytes, and nlohmann::json refuses to serialize invalid UTF-8.
-// Thread-safety: stateless; safe from any thread.
+// UTF-8 repair for bytes that must become JSON strings (program output, file names): a program
+// may write any bytes, and nlohmann::json refuses to serialize invalid UTF-8. Pure functions;
+// Utf8StreamDecoder is one per stream, not thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace sandbox::api {
+namespace sandbox {
 
 // Replaces each maximal invalid subsequence with U+FFFD (as Python's errors="replace" does).
 // Valid input comes back unchanged.
 std::string RepairUtf8(std::string_view bytes);
+
+// True when `bytes` is entirely valid UTF-8.
+bool IsValidUtf8(std::string_view bytes);
 
 // The length of the longest prefix of `bytes` that does not end inside an incomplete (but so far
 // valid) multi-byte sequence, so a stream cut mid-character can keep its tail for the next chunk.
@@ -30,4 +33,4 @@ class Utf8StreamDecoder {
   std::string tail_;
 };
 
-}  // namespace sandbox::api
+}  // namespace sandbox
