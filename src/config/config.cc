@@ -88,6 +88,16 @@ class ObjectReader {
     out = static_cast<std::uint16_t>(wide);
     return OkStatus();
   }
+  static Status Convert(const json& v, const std::string& path,
+                        std::map<std::string, std::string>& out) {
+    if (!v.is_object()) return Invalid(path, "expected an object of strings");
+    out.clear();
+    for (const auto& [key, item] : v.items()) {
+      if (!item.is_string()) return Invalid(path + "." + key, "expected a string");
+      out[key] = item.get<std::string>();
+    }
+    return OkStatus();
+  }
   static Status Convert(const json& v, const std::string& path, std::vector<std::string>& out) {
     if (!v.is_array()) return Invalid(path, "expected an array of strings");
     out.clear();
@@ -178,10 +188,26 @@ Status ApplyServer(const json& doc, const std::string& path, ServerConfig& serve
     }
   }
   SANDBOX_RETURN_IF_ERROR(r.Read("token", server.token));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tokens", server.tokens));
   SANDBOX_RETURN_IF_ERROR(r.Read("http_threads", server.http_threads));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_body_bytes", server.max_body_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_origins", server.allowed_origins));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_hosts", server.allowed_hosts));
+  return r.RejectUnknown();
+}
+
+Status ApplySessions(const json& doc, const std::string& path, SessionConfig& sessions) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("enabled", sessions.enabled));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_total", sessions.max_total));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_per_principal", sessions.max_per_principal));
+  SANDBOX_RETURN_IF_ERROR(r.Read("idle_timeout_s", sessions.idle_timeout));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_lifetime_s", sessions.max_lifetime));
+  SANDBOX_RETURN_IF_ERROR(r.Read("warm", sessions.warm));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_file_bytes", sessions.max_file_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_upload_bytes", sessions.max_upload_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("busy_wait_ms", sessions.busy_wait));
   return r.RejectUnknown();
 }
 
@@ -260,6 +286,9 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("docker", [&](const json& v, const std::string& p) {
     return ApplyDocker(v, p, base.docker);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("sessions", [&](const json& v, const std::string& p) {
+    return ApplySessions(v, p, base.sessions);
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("policy", [&](const json& v, const std::string& p) {
     return ApplyPolicy(v, p, base.policy);
@@ -366,7 +395,7 @@ Status Validate(const Config& config) {
   const auto& s = config.server;
   if (!s.stdio) {
     if (s.listen_host.empty()) return Invalid("server.listen", "the host is empty");
-    if (!IsLoopbackHost(s.listen_host) && s.token.empty()) {
+    if (!IsLoopbackHost(s.listen_host) && s.token.empty() && s.tokens.empty()) {
       return Invalid("server.token",
                      "listening on " + s.listen_host +
                          " (beyond loopback) requires a bearer token: set SANDBOX_MCP_TOKEN");
@@ -374,6 +403,14 @@ Status Validate(const Config& config) {
   }
   if (!s.token.empty() && s.token.size() < 16) {
     return Invalid("server.token", "must be at least 16 characters");
+  }
+  for (const auto& [name, token] : s.tokens) {
+    if (name.empty() || name.size() > 64) {
+      return Invalid("server.tokens", "token names must be 1-64 characters");
+    }
+    if (name == "local") return Invalid("server.tokens.local", "\"local\" is reserved");
+    if (token.size() < 16) return Invalid("server.tokens." + name, "must be at least 16 characters");
+    if (token == s.token) return Invalid("server.tokens." + name, "repeats server.token");
   }
   if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");
   if (s.max_body_bytes < 1024) return Invalid("server.max_body_bytes", "must be at least 1024");
@@ -393,6 +430,21 @@ Status Validate(const Config& config) {
   if (config.instance_id.empty() || config.instance_id.size() > 63) {
     return Invalid("instance_id", "must be 1-63 characters");
   }
+  const auto& ss = config.sessions;
+  if (ss.max_total < 0) return Invalid("sessions.max_total", "must not be negative");
+  if (ss.max_per_principal < 1) return Invalid("sessions.max_per_principal", "must be at least 1");
+  if (ss.idle_timeout.count() < 1) return Invalid("sessions.idle_timeout_s", "must be at least 1");
+  if (ss.max_lifetime < ss.idle_timeout) {
+    return Invalid("sessions.max_lifetime_s", "must be at least sessions.idle_timeout_s");
+  }
+  if (ss.warm < 0 || ss.warm > ss.max_total) {
+    return Invalid("sessions.warm", "must be between 0 and sessions.max_total");
+  }
+  if (ss.max_file_bytes < 1) return Invalid("sessions.max_file_bytes", "must be positive");
+  if (ss.max_upload_bytes < ss.max_file_bytes) {
+    return Invalid("sessions.max_upload_bytes", "must be at least sessions.max_file_bytes");
+  }
+  if (ss.busy_wait.count() < 0) return Invalid("sessions.busy_wait_ms", "must not be negative");
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");

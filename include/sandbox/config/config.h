@@ -89,6 +89,9 @@ struct ServerConfig {
   std::uint16_t listen_port = 8080;
   bool stdio = false;                        // MCP over stdin/stdout instead of HTTP
   std::string token;                         // bearer token; required beyond loopback
+  // More bearer tokens, by name: each is a principal of its own (its own sessions and session
+  // quota). `token` above is the principal "default". Each at least 16 characters.
+  std::map<std::string, std::string> tokens;
   int http_threads = 64;                     // HTTP workers; streams each hold one
   std::int64_t max_body_bytes = 8LL << 20;   // larger request bodies get 413
   std::vector<std::string> allowed_origins;  // extra Origins accepted besides loopback ones
@@ -100,8 +103,24 @@ struct PolicyConfig {
   std::string run_seccomp = "policies/seccomp-run.json";
 };
 
+// Stateful sessions (session_create): each holds one container of its own, from a pool's
+// session sandboxes, until it is closed, idles out or reaches its lifetime.
+struct SessionConfig {
+  bool enabled = true;
+  int max_total = 16;          // sessions at once on this server
+  int max_per_principal = 4;   // sessions at once per token ("local" without a token)
+  std::chrono::seconds idle_timeout{900};   // closed after this long without a call
+  std::chrono::seconds max_lifetime{14400};  // closed this long after creation, busy or not
+  int warm = 1;  // session containers kept started for the default pool (others start on demand)
+  std::int64_t max_file_bytes = 16LL << 20;  // one file uploaded to or downloaded from a session
+  std::int64_t max_upload_bytes = 32LL << 20;  // one upload call, all files together
+  // A call on a busy session waits this long for the session, then fails with "busy".
+  std::chrono::milliseconds busy_wait{10000};
+};
+
 struct Config {
   ServerConfig server;
+  SessionConfig sessions;
   DockerConfig docker;
   PolicyConfig policy;
   std::vector<PoolConfig> pools = {PoolConfig{}};

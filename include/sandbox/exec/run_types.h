@@ -89,6 +89,13 @@ struct RunResult {
   bool files_truncated = false;
   std::string detail;  // a human-readable reason for non-ok verdicts
   std::string pool;    // the pool that served the run
+  // Sessions only: this run ended the session's interpreter (a limit kill, a signal, os._exit)
+  // and the session was restarted empty; `detail` says so. Or, with the run itself fine, the
+  // session had been restarted empty since the previous call (its interpreter died while idle):
+  // then `session_notice` says why.
+  bool session_reset = false;
+  std::string session_notice;
+  std::string session_id;  // the session that ran it; empty for one-shot runs
 };
 
 }  // namespace sandbox::exec
