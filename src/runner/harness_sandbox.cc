@@ -111,6 +111,7 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   input.container_seccomp_json = setup.container_seccomp_json;
   input.instance_id = setup.instance_id;
   input.extra_labels = setup.extra_labels;
+  input.session = setup.session;
   auto created = client.CreateContainer(BuildSandboxSpec(input), CallOptions::Until(deadline));
   if (!created.ok()) return created.error().WithContext("create sandbox container");
   ContainerHandle handle(&client, created->id, logger);
@@ -142,7 +143,10 @@ Status HarnessSandbox::Boot(Deadline deadline) {
   const auto& out = setup_.output;
   json config = {
       {"op", "config"},
-      {"mode", pool.mode == config::PoolMode::kFresh ? "fresh" : "recycle"},
+      {"mode", setup_.session                         ? "session"
+               : pool.mode == config::PoolMode::kFresh ? "fresh"
+                                                       : "recycle"},
+      {"op_timeout_s", static_cast<double>(setup_.op_timeout.count()) / 1000.0},
       {"preload", pool.preload},
       {"warm_plot", pool.warm_plot},
       {"seccomp_bpf", Base64Encode(setup_.run_filter_bpf)},
@@ -234,29 +238,112 @@ void HarnessSandbox::MarkBroken(const std::string& why) {
   broken_ = true;
 }
 
-bool HarnessSandbox::Healthy() {
-  if (broken_) return false;
+bool HarnessSandbox::NoteIdleMessage(json& msg) {
+  const std::string ev = JsonString(msg, "ev");
+  if (ev == "ready") {
+    ready_info_ = std::move(msg);
+    return true;
+  }
+  if (ev == "session_reset") {
+    // The interpreter died between calls; the harness has already prepared a fresh one.
+    session_notice_ = "the session was restarted empty since the last call (" +
+                      JsonString(msg, "reason") + "); variables and files are gone";
+    if (logger_) logger_->info("sandbox {}: session restarted: {}", Name(), JsonString(msg, "reason"));
+    return true;
+  }
+  return false;
+}
+
+Result<HarnessSandbox::PingInfo> HarnessSandbox::Ping() {
+  if (broken_) return Error(ErrorCode::kUnavailable, "the sandbox is broken");
   const Deadline deadline = docker::DeadlineAfter(std::chrono::seconds(5));
-  if (!SendJson(json{{"op", "ping"}}, deadline).ok()) {
+  if (auto sent = SendJson(json{{"op", "ping"}}, deadline); !sent.ok()) {
     MarkBroken("ping could not be sent");
-    return false;
+    return Error(ErrorCode::kUnavailable, "the sandbox does not answer: " + sent.error().message());
   }
   while (true) {
     auto frame = NextFrame(deadline);
     if (!frame.ok() || !frame->has_value()) {
       MarkBroken("no answer to ping");
-      return false;
+      return Error(ErrorCode::kUnavailable, "the sandbox does not answer");
     }
     if ((*frame)->kind != FrameKind::kJson) continue;
     json msg = json::parse((*frame)->payload, nullptr, false);
-    auto ev = msg.is_discarded() ? std::string() : JsonString(msg, "ev");
-    if (ev == "pong") return true;
-    if (ev == "ready") {
-      ready_info_ = std::move(msg);
-      continue;
+    if (msg.is_discarded() || !msg.is_object()) {
+      MarkBroken("invalid JSON while idle");
+      return Error(ErrorCode::kProtocol, "the sandbox sent an invalid message");
     }
-    MarkBroken("unexpected message while idle: " + ev);
-    return false;
+    if (JsonString(msg, "ev") == "pong") {
+      PingInfo info;
+      info.memory_bytes = JsonInt(msg, "memory_bytes");
+      return info;
+    }
+    if (NoteIdleMessage(msg)) continue;
+    MarkBroken("unexpected message while idle: " + JsonString(msg, "ev"));
+    return Error(ErrorCode::kProtocol, "the sandbox sent an unexpected message");
+  }
+}
+
+bool HarnessSandbox::Healthy() { return Ping().ok(); }
+
+Status HarnessSandbox::BeginSession(const RunLimits& limits) {
+  auto reply = SessionOp(json{{"op", "session"}, {"limits", LimitsJson(limits)}});
+  if (!reply.ok()) return reply.error().WithContext("start the session");
+  return OkStatus();
+}
+
+std::string HarnessSandbox::TakeSessionNotice() { return std::exchange(session_notice_, {}); }
+
+Result<json> HarnessSandbox::SessionOp(json op) {
+  if (!Reusable()) return Error(ErrorCode::kUnavailable, "the session's sandbox is not usable");
+  const std::string id = "op-" + std::to_string(++run_seq_);
+  op["id"] = id;
+  // The harness answers within its op timeout or resets the session; a margin on top covers
+  // large payloads crossing the stream.
+  const Deadline deadline = docker::DeadlineAfter(setup_.op_timeout + std::chrono::seconds(20));
+  if (auto sent = SendJson(op, deadline); !sent.ok()) {
+    MarkBroken("op could not be sent: " + sent.error().ToString());
+    return Error(ErrorCode::kUnavailable, "the session's sandbox did not accept the request");
+  }
+  while (true) {
+    auto frame = NextFrame(deadline);
+    if (!frame.ok() || !frame->has_value()) {
+      container_.Kill();
+      MarkBroken("no answer to " + JsonString(op, "op"));
+      return Error(ErrorCode::kUnavailable, "the session's sandbox stopped answering");
+    }
+    if ((*frame)->kind != FrameKind::kJson) continue;  // output of a background thread
+    json msg = json::parse((*frame)->payload, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) {
+      MarkBroken("invalid JSON from the harness");
+      return Error(ErrorCode::kProtocol, "the sandbox sent an invalid message");
+    }
+    const std::string ev = JsonString(msg, "ev");
+    if (ev == "fatal") {
+      MarkBroken("harness fatal: " + JsonString(msg, "message"));
+      return Error(ErrorCode::kUnavailable, "the sandbox failed: " + JsonString(msg, "message"));
+    }
+    if (ev == "reply" && JsonString(msg, "id") == id) {
+      if (msg.value("ok", false)) {
+        auto it = msg.find("result");
+        return it != msg.end() ? *it : json::object();
+      }
+      std::string error = JsonString(msg, "error");
+      if (error.empty()) error = "the sandbox refused the request";
+      ErrorCode code = ErrorCode::kInvalidArgument;
+      if (error.rfind("no such file", 0) == 0) {
+        code = ErrorCode::kNotFound;
+      } else if (error.find("more than the limit") != std::string::npos ||
+                 error.find("no space left") != std::string::npos) {
+        code = ErrorCode::kLimit;
+      } else if (error.find("timed out") != std::string::npos ||
+                 error.find("restarted") != std::string::npos) {
+        code = ErrorCode::kUnavailable;
+      }
+      return Error(code, error);
+    }
+    if (ev == "pong" || NoteIdleMessage(msg)) continue;
+    // Stale events of an interrupted earlier call carry other ids; skip them.
   }
 }
 
@@ -362,11 +449,13 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       return fail(exec::Verdict::kInternal, "the sandbox sent an invalid message");
     }
     const std::string ev = JsonString(msg, "ev");
-    if (ev == "ready") {
-      ready_info_ = std::move(msg);  // the previous run's follow-up; harmless here
+    if (ev == "pong") continue;
+    if (ev == "ready" || ev == "session_reset") {
+      // ready: the previous run's follow-up (or this session's fresh interpreter after a reset
+      // reported in `done`); session_reset: a restart that crossed this run's op.
+      NoteIdleMessage(msg);
       continue;
     }
-    if (ev == "pong") continue;
     if (ev == "fatal") {
       MarkBroken("harness fatal: " + JsonString(msg, "message"));
       return fail(exec::Verdict::kInternal, "the sandbox failed: " + JsonString(msg, "message"));
@@ -396,7 +485,8 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       result.files.push_back(std::move(file));
     } else if (ev == "done") {
       ++run_count_;
-      if (setup_.pool.mode == config::PoolMode::kFresh) used_up_ = true;
+      if (setup_.pool.mode == config::PoolMode::kFresh && !setup_.session) used_up_ = true;
+      result.session_reset = msg.value("session_reset", false);
       result.verdict = exec::ParseVerdict(JsonString(msg, "verdict")).value_or(exec::Verdict::kInternal);
       result.exit_code = static_cast<int>(JsonInt(msg, "exit_code").value_or(-1));
       if (auto sig = JsonInt(msg, "signal")) result.signal = static_cast<int>(*sig);

@@ -34,7 +34,8 @@ docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input) {
   spec.labels[std::string(kManagedLabel)] = "true";
   spec.labels[std::string(kInstanceLabel)] = input.instance_id;
   spec.labels[std::string(kPoolLabel)] = pool.name;
-  spec.labels[std::string(kModeLabel)] = std::string(config::PoolModeName(pool.mode));
+  spec.labels[std::string(kModeLabel)] =
+      input.session ? std::string("session") : std::string(config::PoolModeName(pool.mode));
 
   auto& hc = spec.host_config;
   hc.network_mode = "none";

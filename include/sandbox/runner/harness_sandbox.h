@@ -34,6 +34,11 @@ struct SandboxSetup {
   std::string run_filter_bpf;          // compiled per-run filter (policy::RunFilter), raw bytes
   std::string instance_id;
   std::map<std::string, std::string> extra_labels;
+  // Session sandboxes: the harness keeps one interpreter alive across runs (config mode
+  // "session"); the container is labelled mode=session and never returns to a pool.
+  bool session = false;
+  // A session's file operation not answered in this long resets the session (harness-side).
+  std::chrono::milliseconds op_timeout{10000};
   // Container created → harness `ready` (imports and a warm-up plot take seconds).
   std::chrono::milliseconds start_timeout{90000};
   // Added to a run's timeout before the server stops waiting for the harness and kills the
@@ -69,6 +74,25 @@ class HarnessSandbox final : public pool::PooledSandbox {
                       const RunLimits& limits, exec::RunObserver& observer,
                       const exec::CancelToken& cancel);
 
+  // Session sandboxes only (SandboxSetup::session). Sets the limits every interpreter of the
+  // session starts with (rlimits, memory narrowing, the per-run filter apply once, before the
+  // first cell). Call once, right after the lease is taken.
+  Status BeginSession(const RunLimits& limits);
+  // A file operation of the harness (put_files, list_files, get_file, delete_file): sends
+  // `op` with a fresh id and returns the reply's `result`. The harness's refusal becomes
+  // kNotFound ("no such file"), kLimit (a size bound) or kInvalidArgument; a lost sandbox
+  // becomes kUnavailable and marks it broken.
+  Result<nlohmann::json> SessionOp(nlohmann::json op);
+  // The notice of a restart that happened while the session was idle (its interpreter died
+  // between calls), once; empty when none.
+  std::string TakeSessionNotice();
+
+  // Pings the harness; its pong carries the container's memory use (cgroup), when readable.
+  struct PingInfo {
+    std::optional<std::int64_t> memory_bytes;
+  };
+  Result<PingInfo> Ping();
+
   bool Healthy() override;
   bool Reusable() const override { return !broken_ && !used_up_; }
   int RunCount() const override { return run_count_; }
@@ -93,6 +117,9 @@ class HarnessSandbox final : public pool::PooledSandbox {
   void NoteHarnessStderr(std::string_view bytes);
   std::string StderrTail() const;
   void MarkBroken(const std::string& why);
+  // Handles a JSON message that may arrive while no run is waiting for it (ready, pong,
+  // session_reset). True when it was one of those.
+  bool NoteIdleMessage(nlohmann::json& msg);
 
   const docker::Client& client_;
   const SandboxSetup& setup_;
@@ -109,6 +136,7 @@ class HarnessSandbox final : public pool::PooledSandbox {
   std::uint64_t run_seq_ = 0;
   bool broken_ = false;
   bool used_up_ = false;
+  std::string session_notice_;
 };
 
 }  // namespace sandbox::runner

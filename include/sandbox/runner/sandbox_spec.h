@@ -34,6 +34,7 @@ struct SandboxSpecInput {
   std::string container_seccomp_json;  // the validated profile's JSON text
   std::string instance_id;
   std::map<std::string, std::string> extra_labels;  // e.g. a session id
+  bool session = false;  // labelled mode=session instead of the pool's mode
 };
 
 docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input);

@@ -1,0 +1,120 @@
+// SessionManager: the engine's SessionService. Every session holds one container of its own,
+// leased from a per-pool warm pool of session sandboxes (harness mode "session": one
+// interpreter lives across runs) and never returned: the container is destroyed when the
+// session ends (closed, idle timeout, lifetime), and on every path a Lease guarantees it.
+//
+// Restarts: the harness restarts a session's interpreter empty after a limit kill and says so
+// in the run's result. When the whole container fails (it died, the protocol broke) the
+// manager replaces it with a fresh one from the pool under the same session id, also
+// "restarted empty". A session is never left half-alive.
+//
+// Threads: one expiry thread (closes sessions past their idle timeout or lifetime, once a
+// second), plus the session pools' own threads. Shutdown() joins them and destroys every
+// session's container.
+//
+// Thread-safety: every method may be called from any thread at any time.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox/config/config.h"
+#include "sandbox/docker/client.h"
+#include "sandbox/exec/session_service.h"
+#include "sandbox/pool/warm_pool.h"
+#include "sandbox/service/sandbox_service.h"
+
+namespace sandbox::service {
+
+class SessionManager final : public exec::SessionService {
+ public:
+  // `service` validates requests against the pools' limits (SandboxService::ResolveRequest);
+  // it must outlive the manager. Starts nothing; call Start().
+  static Result<std::unique_ptr<SessionManager>> Create(const config::Config& config,
+                                                        const docker::Client& client,
+                                                        const SandboxService& service,
+                                                        const ServiceOptions& options,
+                                                        std::shared_ptr<spdlog::logger> logger);
+  ~SessionManager() override;
+
+  // Starts the session pools (the default pool keeps sessions.warm containers ready) and the
+  // expiry thread.
+  void Start();
+  // Ends every session (destroying its container) and stops the pools. Idempotent.
+  void Shutdown();
+
+  Result<exec::SessionInfo> Create(const std::string& principal,
+                                   const exec::SessionCreateRequest& request) override;
+  Result<std::vector<exec::SessionInfo>> List(const std::string& principal) override;
+  Result<exec::SessionInfo> Get(const std::string& principal,
+                                const std::string& session_id) override;
+  Status Close(const std::string& principal, const std::string& session_id) override;
+  Result<exec::RunResult> Run(const std::string& principal, const std::string& session_id,
+                              const exec::RunRequest& request, exec::RunObserver& observer,
+                              const exec::CancelToken& cancel) override;
+  Result<std::vector<exec::SessionFile>> PutFiles(const std::string& principal,
+                                                  const std::string& session_id,
+                                                  const std::vector<exec::InputFile>& files) override;
+  Result<exec::SessionFileList> ListFiles(const std::string& principal,
+                                          const std::string& session_id) override;
+  Result<exec::OutputFile> GetFile(const std::string& principal, const std::string& session_id,
+                                   const std::string& path) override;
+  Status DeleteFile(const std::string& principal, const std::string& session_id,
+                    const std::string& path) override;
+
+  // Sessions alive now, and counters, for sandbox_info and metrics.
+  struct Stats {
+    int active = 0;
+    std::uint64_t created_total = 0;
+    std::uint64_t expired_total = 0;  // closed by the idle timeout or the lifetime
+    std::uint64_t restarts_total = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Session;
+  struct PoolEntry {
+    const config::PoolConfig* config = nullptr;
+    std::unique_ptr<HarnessSandboxFactory> factory;
+    std::unique_ptr<pool::WarmPool> pool;
+  };
+  class Call;  // a call holding a session exclusively (session_manager.cc)
+
+  SessionManager(const config::Config& config, const SandboxService& service,
+                 std::shared_ptr<spdlog::logger> logger);
+
+  Result<std::shared_ptr<Session>> Find(const std::string& principal, const std::string& id);
+  // Gives the session a working sandbox: a fresh lease from its pool, with the session begun.
+  Status Attach(Session& session);
+  // Attach() when the session has no working sandbox (noting a restart not yet reported).
+  Status EnsureSandbox(Session& session);
+  // One harness file operation on the session, holding it exclusively.
+  Result<nlohmann::json> Op(const std::shared_ptr<Session>& session, nlohmann::json op);
+  exec::SessionInfo Snapshot(Session& session);
+  void ExpiryLoop();
+  void Remove(const std::string& id, const char* why);
+
+  const config::Config& config_;
+  const SandboxService& service_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::map<std::string, PoolEntry> pools_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;  // by id
+  int creating_ = 0;  // Create() calls past the quota check, not yet in sessions_
+  std::map<std::string, int> creating_by_principal_;
+  Stats stats_;
+  bool stopping_ = false;
+  std::condition_variable stop_cv_;
+  std::thread expiry_;
+};
+
+}  // namespace sandbox::service
