@@ -61,7 +61,8 @@ export function newInstanceId() {
 
 // Writes the --config file: one pool named "default" (the tools run there), labelled with the
 // unique instance id.
-export function writeConfig(instanceId, pool = {}) {
+// `extra` is merged into the top level of the configuration (e.g. sessions, server.tokens).
+export function writeConfig(instanceId, pool = {}, extra = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-e2e-'));
   const file = path.join(dir, 'config.json');
   const config = {
@@ -69,6 +70,7 @@ export function writeConfig(instanceId, pool = {}) {
     // acquire_timeout_ms: container starts take several seconds on a loaded 2-core machine;
     // a call that finds no warm sandbox waits for one instead of failing as busy after 10 s.
     pools: [{ name: 'default', min_idle: 1, max_total: 4, acquire_timeout_ms: 60_000, ...pool }],
+    ...extra,
   };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return { dir, file };
@@ -174,10 +176,11 @@ export class SandboxServer {
 // Starts `sandbox-mcp --listen 127.0.0.1:<free port>` (or --stdio when `stdio` is true: the
 // caller then spawns it through its own transport and uses only the config this returns).
 // Options: pool (merged into the default pool), args (extra flags), env (extra environment),
-// waitIdle (warm containers to wait for; 0 skips the wait).
-export async function startServer({ pool = {}, args = [], env = {}, waitIdle = 1 } = {}) {
+// waitIdle (warm containers to wait for; 0 skips the wait), config (merged into the top level
+// of the configuration file).
+export async function startServer({ pool = {}, args = [], env = {}, waitIdle = 1, config = {} } = {}) {
   const instanceId = newInstanceId();
-  const { dir, file } = writeConfig(instanceId, pool);
+  const { dir, file } = writeConfig(instanceId, pool, config);
   const port = await freePort();
   const child = spawn(serverBinary(), ['--config', file, '--listen', `127.0.0.1:${port}`, ...args], {
     cwd: REPO_ROOT,
