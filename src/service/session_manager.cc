@@ -60,6 +60,9 @@ exec::SessionFile ParseFileEntry(const json& j) {
   return f;
 }
 
+// Calls after this much idle time check the container first.
+constexpr auto kPingIdle = std::chrono::seconds(1);
+
 constexpr const char* kRestartedEmpty =
     "the session's container failed and was replaced: the session was restarted empty "
     "(variables and files are gone)";
@@ -233,14 +236,23 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Find(const std:
 Status SessionManager::Attach(Session& session) {
   auto it = pools_.find(session.pool);
   if (it == pools_.end()) return Error(ErrorCode::kInternal, "session pool disappeared");
-  auto lease = it->second.pool->Acquire();
-  if (!lease.ok()) return lease.error().WithContext("start a container for the session");
-  lease->Discard();  // never back to a pool, whatever happens
-  auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
-  if (auto begun = sandbox->BeginSession(session.limits); !begun.ok()) return begun.error();
-  std::lock_guard state(session.state_mu);
-  session.lease = std::move(*lease);
-  return OkStatus();
+  // An idle container can die between two health checks of its pool; the lease then fails
+  // at once and a second one is tried (the dead one is destroyed when its lease ends).
+  Status last = OkStatus();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto lease = it->second.pool->Acquire();
+    if (!lease.ok()) return lease.error().WithContext("start a container for the session");
+    lease->Discard();  // never back to a pool, whatever happens
+    auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
+    last = sandbox->BeginSession(session.limits);
+    if (last.ok()) {
+      std::lock_guard state(session.state_mu);
+      session.lease = std::move(*lease);
+      return OkStatus();
+    }
+    if (sandbox->Reusable()) break;  // the harness refused: another container would too
+  }
+  return last;
 }
 
 Status SessionManager::EnsureSandbox(Session& session) {
@@ -248,6 +260,11 @@ Status SessionManager::EnsureSandbox(Session& session) {
   {
     std::lock_guard state(session.state_mu);
     auto* sandbox = session.sandbox();
+    // A container that died while idle (killed, the engine restarted) would fail the call;
+    // a ping (about a millisecond) finds out first, so the call runs in a fresh one instead.
+    if (sandbox != nullptr && sandbox->Reusable() && Clock::now() - session.last_used > kPingIdle) {
+      (void)sandbox->Ping();
+    }
     if (sandbox != nullptr && sandbox->Reusable()) return OkStatus();
     // A lease still held means the loss was not reported yet (it was found by a ping); an
     // empty one was reported with the call that lost it.

@@ -230,6 +230,36 @@ TEST_F(SessionTest, TimeoutRestartsTheSessionEmpty) {
   EXPECT_EQ(info->runs, 3);
 }
 
+TEST_F(SessionTest, ADeadContainerIsReplacedAndTheNextCallSaysSo) {
+  Build();
+  auto id = NewSession();
+  ASSERT_EQ(Run(id, "x = 1").verdict, exec::Verdict::kOk);
+  // Kill the session's container behind the server's back. The warm spare carries the same
+  // labels; it is killed too and its pool simply replaces it.
+  docker::ListOptions list;
+  list.filters = {{"label",
+                   {std::string(runner::kInstanceLabel) + "=" + instance_,
+                    std::string(runner::kModeLabel) + "=session"}}};
+  auto found = Engine::Get().client().ListContainers(list);
+  ASSERT_TRUE(found.ok());
+  int killed = 0;
+  for (const auto& c : *found) {
+    ASSERT_TRUE(Engine::Get().client().KillContainer(c.id, "SIGKILL").ok());
+    ++killed;
+  }
+  ASSERT_GE(killed, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto r = Run(id, "print('alive')\n'x' in globals()");
+  ASSERT_EQ(r.verdict, exec::Verdict::kOk) << r.detail << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "alive\n");
+  ASSERT_TRUE(r.value.has_value());
+  EXPECT_EQ(*r.value, "False");
+  EXPECT_THAT(r.session_notice, HasSubstr("restarted empty"));
+  auto info = sessions_->Get("alice", id);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->restarts, 1);
+}
+
 TEST_F(SessionTest, QuotasAndOwnership) {
   Build();
   auto a1 = NewSession("alice");
