@@ -11,17 +11,20 @@ Process tree of one run (``isolate`` mode; see the protocol doc, "Isolation"):
          └─ init (G)        PID 1 of the run's PID namespace: reaps, reports the run's status
              └─ run (U)       PID 2: waits for the request, then rlimits, seccomp, user code
 
-I, G and U are forked AHEAD of the request; a request only has to cross a pipe.
+I, G and U are forked AHEAD of the request; a request only has to cross a pipe. In ``session``
+mode U stays alive across runs (one persistent ``__main__``) and also serves file operations.
 
 Standard library and ctypes only; Python >= 3.8. Importing this module has no side effects (the
 unit tests import it to test the pure parts); ``main()`` runs only as the bootstrap's payload or as
 a script.
 """
 
+import array
 import ast
 import base64
 import binascii
 import ctypes
+import fcntl
 import hashlib
 import io
 import json
@@ -34,11 +37,13 @@ import signal
 import stat
 import struct
 import sys
+import termios
+import threading
 import time
 import traceback
 import types
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 HARNESS_FILE = (lambda: None).__code__.co_filename  # "<harness>" under the bootstrap
 CELL_FILENAME = "<cell>"
 
@@ -48,6 +53,9 @@ KIND_STDERR = b"2"
 MAX_INBOUND_FRAME = 256 << 20  # a server frame larger than this is a protocol error
 OUTPUT_MARKER = "\n[output truncated: limit of {n} bytes reached]\n"
 EX_INTERNAL = 70  # exit status of a run process that failed before or after the user's code
+MODES = ("recycle", "fresh", "session")
+FILE_OPS = ("put_files", "list_files", "get_file", "delete_file")
+RESET_SUFFIX = "; the session was restarted empty (variables and files are lost)"
 
 # ---------------------------------------------------------------------------------------------
 # Frames
@@ -103,7 +111,7 @@ class FrameDecoder:
 
     def __init__(self, max_payload=MAX_INBOUND_FRAME, kinds=(KIND_JSON, KIND_STDOUT, KIND_STDERR)):
         self._buf = bytearray()
-        self._max = max_payload
+        self.max_payload = max_payload  # may be changed between frames
         self._kinds = kinds
 
     def feed(self, data):
@@ -126,9 +134,9 @@ class FrameDecoder:
             kind = bytes(buf[4:5])
             if kind not in self._kinds:
                 return out, ProtocolError("frame of unknown kind %r" % kind)
-            if length > self._max:
+            if length > self.max_payload:
                 return out, ProtocolError("frame of %d bytes exceeds the limit of %d"
-                                          % (length, self._max))
+                                          % (length, self.max_payload))
             if len(buf) < 5 + length:
                 break
             out.append((kind, bytes(buf[5:5 + length])))
@@ -179,6 +187,8 @@ DEFAULT_CONFIG = {
     "files_in": {"max_count": 50, "max_total_bytes": 16 << 20},
     "value_max_chars": 10000,
     "limits": DEFAULT_LIMITS,
+    "op_timeout_s": 10.0,
+    "list_max_entries": 1000,
 }
 
 
@@ -234,8 +244,8 @@ def parse_config(msg):
         raise ProtocolError("the first message must be {\"op\":\"config\"}, got %r" % msg.get("op"))
     cfg = {}
     mode = msg.get("mode", "recycle")
-    if mode not in ("recycle", "fresh"):
-        raise ProtocolError("config.mode must be \"recycle\" or \"fresh\"")
+    if mode not in MODES:
+        raise ProtocolError("config.mode must be \"recycle\", \"fresh\" or \"session\"")
     cfg["mode"] = mode
     preload = msg.get("preload", DEFAULT_CONFIG["preload"])
     if preload is None:
@@ -280,6 +290,10 @@ def parse_config(msg):
     cfg["value_max_chars"] = _int_field(msg, "value_max_chars", DEFAULT_CONFIG["value_max_chars"], 16)
     cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), DEFAULT_LIMITS, "config.limits",
                                  resolve=False)
+    cfg["op_timeout_s"] = float(_num_field(msg, "op_timeout_s", DEFAULT_CONFIG["op_timeout_s"],
+                                           "config"))
+    cfg["list_max_entries"] = _int_field(msg, "list_max_entries",
+                                         DEFAULT_CONFIG["list_max_entries"], 1)
     return cfg
 
 
@@ -383,6 +397,136 @@ def validate_input_files(files, max_count, max_total_bytes):
 
 
 # ---------------------------------------------------------------------------------------------
+# Session mode: the `session` op, file operations and the checks of U's answers
+
+
+def parse_session_op(msg, cfg):
+    """A `session` op -> (id or None, the session's limits). Limits are parsed like a run's (cpu_s
+    is kept: it is not applied in session mode)."""
+    rid = msg.get("id")
+    if rid is not None and (not isinstance(rid, str) or len(rid) > 256):
+        raise ProtocolError("session.id must be a string of at most 256 characters")
+    limits = parse_limits(_dict_field(msg, "limits", "session"), cfg["limits"], "session.limits",
+                          resolve=False)
+    return rid, limits
+
+
+def parse_op_id(msg):
+    """A file op's id; a missing or bad id is a protocol error (there is nothing to reply to)."""
+    rid = msg.get("id")
+    if not isinstance(rid, str) or not rid or len(rid) > 256:
+        raise ProtocolError("%s.id must be a non-empty string of at most 256 characters"
+                            % msg.get("op"))
+    return rid
+
+
+def parse_file_op(msg, cfg):
+    """A file op -> the request for U (paths normalized, files checked against files_in).
+    InputError (answered with an error reply) for anything the request's author got wrong."""
+    op = msg["op"]
+    if op == "put_files":
+        files = msg.get("files", [])
+        if files is None:
+            files = []
+        if not isinstance(files, list):
+            raise InputError("files must be a list of {path, content_b64}")
+        checked = validate_input_files(files, cfg["files_in"]["max_count"],
+                                       cfg["files_in"]["max_total_bytes"])
+        return {"op": op, "files": [{"path": path, "content_b64": f["content_b64"]}
+                                    for (path, _), f in zip(checked, files)],
+                "sizes": [(path, len(data)) for path, data in checked]}
+    if op == "list_files":
+        return {"op": op, "max_entries": cfg["list_max_entries"]}
+    path = validate_rel_path(msg.get("path"))
+    if op == "delete_file":
+        return {"op": op, "path": path}
+    max_bytes = msg.get("max_bytes")
+    if max_bytes is None:
+        max_bytes = cfg["files_out"]["max_total_bytes"]
+    if not _is_int(max_bytes) or max_bytes < 0:
+        raise InputError("max_bytes must be a non-negative integer")
+    return {"op": op, "path": path, "max_bytes": max_bytes}
+
+
+def reply_bound(req):
+    """The largest reply record (payload bytes) U may send for a file op: a path is at most
+    4096 bytes and JSON may escape a byte as 6 characters."""
+    base = 64 << 10
+    if req["op"] == "get_file":
+        return base + (req["max_bytes"] + 2) // 3 * 4
+    if req["op"] == "list_files":
+        return base + req["max_entries"] * (6 * 4096 + 512)
+    return base
+
+
+def check_reply(req, rec):
+    """U's reply to a file op (an untrusted claim) -> (ok, result or error message).
+    ValueError when it is malformed. Results Z knows itself are built here, not taken from U."""
+    if rec.get("ok") is not True:
+        err = rec.get("error")
+        if rec.get("ok") is not False or not isinstance(err, str):
+            raise ValueError("a failed reply needs a string error")
+        return False, err[:2000]
+    res = rec.get("result")
+    op = req["op"]
+    if op == "put_files":
+        return True, {"files": [{"path": path, "size": size} for path, size in req["sizes"]]}
+    if op == "delete_file":
+        return True, {"path": req["path"]}
+    if not isinstance(res, dict):
+        raise ValueError("the result must be an object")
+    if op == "list_files":
+        files, truncated = res.get("files"), res.get("truncated")
+        if not isinstance(files, list) or not isinstance(truncated, bool):
+            raise ValueError("list_files needs files (a list) and truncated (a boolean)")
+        if len(files) > req["max_entries"]:
+            raise ValueError("%d entries exceed the limit of %d" % (len(files), req["max_entries"]))
+        out = []
+        for f in files:
+            if not isinstance(f, dict):
+                raise ValueError("a file entry must be an object")
+            path, size, mime, mtime = f.get("path"), f.get("size"), f.get("mime_type"), f.get("mtime")
+            if not (isinstance(path, str) and path and _is_int(size) and size >= 0
+                    and isinstance(mime, str) and _is_num(mtime) and mtime == mtime
+                    and abs(mtime) != float("inf")):
+                raise ValueError("a file entry needs path, size, mime_type and mtime")
+            out.append({"path": path, "size": size, "mime_type": mime[:200], "mtime": mtime})
+        return True, {"files": out, "truncated": truncated}
+    # get_file
+    path, size, mime, data = res.get("path"), res.get("size"), res.get("mime_type"), res.get("data_b64")
+    if path != req["path"] or not (_is_int(size) and 0 <= size <= req["max_bytes"]
+                                   and isinstance(mime, str) and isinstance(data, str)):
+        raise ValueError("get_file needs the requested path, a size within max_bytes, "
+                         "mime_type and data_b64")
+    if len(data) != (size + 2) // 3 * 4:
+        raise ValueError("data_b64 does not hold %d bytes" % size)
+    try:
+        if len(base64.b64decode(data, validate=True)) != size:
+            raise ValueError("data_b64 does not hold %d bytes" % size)
+    except binascii.Error:
+        raise ValueError("data_b64 is not valid base64")
+    return True, {"path": path, "size": size, "mime_type": mime[:200], "data_b64": data}
+
+
+def changed_files(before, after):
+    """Session cells report the regular files that are new or changed: `before` and `after` map
+    a relative path to (size, mtime_ns, inode). Returns the changed paths in `after`'s order."""
+    return [path for path, sig in after.items() if before.get(path) != sig]
+
+
+def read_memory_usage(root="/sys/fs/cgroup"):
+    """The container cgroup's current memory usage in bytes (v1 memory.usage_in_bytes, v2
+    memory.current), or None."""
+    for rel in (("memory", "memory.usage_in_bytes"), ("memory.current",)):
+        try:
+            with open(os.path.join(root, *rel)) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
 # Cells: final expression, tracebacks, SystemExit
 
 
@@ -468,11 +612,74 @@ def _trim_te(te, drop_files, seen):
         _trim_te(sub, drop_files, seen)
 
 
-def format_exception_trimmed(exc, drop_files=(HARNESS_FILE,)):
-    """The text Python prints for an uncaught exception, without the harness's frames."""
-    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+def format_exception_trimmed(exc, drop_files=(HARNESS_FILE,), sources=None):
+    """The text Python prints for an uncaught exception, without the harness's frames.
+    `sources` (a CellSources, session mode) gives frames of earlier cells their own lines."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
+                                      lookup_lines=sources is None)
+    if sources is not None:
+        _lookup_cell_lines(te, exc, sources, set())
     _trim_te(te, drop_files, set())
     return "".join(te.format())
+
+
+class CellSources:
+    """Session mode: every cell is compiled as <cell>, so linecache only knows the latest one.
+    This remembers which cell each code object came from, so that a traceback through a
+    function defined in an earlier cell shows that cell's line, not the current cell's."""
+
+    def __init__(self):
+        self.cells = []
+        self.by_code = {}  # id(code) -> (code, cell index); the code is kept so ids stay unique
+
+    def add(self, source, codes):
+        lines = source.splitlines(True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        index = len(self.cells)
+        self.cells.append((len(source), lines))
+        todo = [c for c in codes if c is not None]
+        while todo:
+            code = todo.pop()
+            self.by_code[id(code)] = (code, index)
+            todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+    def entry(self, code):
+        """linecache's entry for the cell `code` was compiled in, or None."""
+        found = self.by_code.get(id(code))
+        if found is None or found[0] is not code:
+            return None
+        size, lines = self.cells[found[1]]
+        return (size, None, lines, CELL_FILENAME)
+
+
+def _lookup_cell_lines(te, exc, sources, seen):
+    """Looks up every frame's source line now (FrameSummary caches it), with linecache's <cell>
+    entry pointing at the cell the frame's code comes from."""
+    if te is None or exc is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    stack = list(te.stack)
+    frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
+    current = linecache.cache.get(CELL_FILENAME)
+    try:
+        for i, fs in enumerate(stack):
+            entry = None
+            if len(frames) == len(stack) and fs.filename == CELL_FILENAME:
+                entry = sources.entry(frames[i].f_code)
+            if entry is not None:
+                linecache.cache[CELL_FILENAME] = entry
+            elif current is not None:
+                linecache.cache[CELL_FILENAME] = current
+            fs.line  # noqa: B018 - looked up (and cached) while the right cell is registered
+    finally:
+        if current is not None:
+            linecache.cache[CELL_FILENAME] = current
+    _lookup_cell_lines(getattr(te, "__cause__", None), exc.__cause__, sources, seen)
+    _lookup_cell_lines(getattr(te, "__context__", None), exc.__context__, sources, seen)
+    for sub_te, sub in zip(getattr(te, "exceptions", None) or (),
+                           getattr(exc, "exceptions", None) or ()):
+        _lookup_cell_lines(sub_te, sub, sources, seen)
 
 
 def compile_error_report(exc):
@@ -622,7 +829,7 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
     """The done event's verdict. Returns (verdict, exit_code, signal, detail).
 
     kill_reason: what the zygote killed the run for ("cancel", "output_limit", "timeout",
-    "result_limit") or None; internal: a harness failure reported for the run; ustatus: the run
+    "result_limit", "corrupt") or None; internal: a harness failure reported for the run; ustatus: the run
     process's raw wait status (from the PID-1 init), gstatus: the init's own raw wait status;
     oom_kills / limit_hits: growth of the cgroup's counters during the run; memory_error: the
     run process reported that the cell ended with an uncaught MemoryError (an allocation refused
@@ -639,6 +846,8 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
                 "wall-clock limit of %g s reached" % limits.get("timeout_s", 0))
     if kill_reason == "result_limit":
         return "internal", None, signal.SIGKILL, "the run sent more result data than its limits allow"
+    if kill_reason == "corrupt":  # session mode: the result channel cannot be resynchronized
+        return "error", None, signal.SIGKILL, corrupt or CORRUPT_RESULTS
     if kill_reason is not None:
         return "internal", None, None, "killed: %s" % kill_reason
     status = ustatus
@@ -980,11 +1189,14 @@ def _run_process(spec):
         close_fds_except({0, 1, 2, spec.req_r, res_w})
         prepared = _prepare_run(spec)
         _send_record(res_w, {"t": "waiting"})
-        raw = read_all(spec.req_r)
-        os.close(spec.req_r)
-        if not raw:
-            os._exit(0)  # the zygote discarded this prepared child
-        code = _run_request(json.loads(raw.decode("utf-8")), spec, prepared)
+        if spec.cfg["mode"] == "session":
+            code = _session_serve(spec, prepared)
+        else:
+            raw = read_all(spec.req_r)
+            os.close(spec.req_r)
+            if not raw:
+                os._exit(0)  # the zygote discarded this prepared child
+            code = _run_request(json.loads(raw.decode("utf-8")), spec, prepared)
     except BaseException as e:  # noqa: B902
         try:
             _send_record(res_w, {"t": "internal", "message": "%s: %s" % (type(e).__name__, e)})
@@ -1054,8 +1266,11 @@ def _vm_data():
         return None
 
 
-def _apply_rlimits(limits, memory_budget=None):
-    _set_rlimit(resource, resource.RLIMIT_CPU, limits["cpu_s"], limits["cpu_s"] + 1)
+def _apply_rlimits(limits, memory_budget=None, cpu=True):
+    """Sets the run's rlimits; returns RLIMIT_DATA's (soft, hard) when the memory is narrowed.
+    cpu=False (session mode): no RLIMIT_CPU, since a session's CPU time adds up over cells."""
+    if cpu:
+        _set_rlimit(resource, resource.RLIMIT_CPU, limits["cpu_s"], limits["cpu_s"] + 1)
     _set_rlimit(resource, resource.RLIMIT_NPROC, limits["nproc"])
     _set_rlimit(resource, resource.RLIMIT_NOFILE, limits["nofile"])
     _set_rlimit(resource, resource.RLIMIT_FSIZE, limits["fsize_bytes"])
@@ -1071,6 +1286,8 @@ def _apply_rlimits(limits, memory_budget=None):
         if base is not None:
             soft, hard = data_rlimit(base, memory_budget)
             _set_rlimit(resource, resource.RLIMIT_DATA, soft, hard)
+            return resource.getrlimit(resource.RLIMIT_DATA)
+    return None
 
 
 def _relax_data_limit():
@@ -1084,11 +1301,22 @@ def _relax_data_limit():
 
 
 class _ResultSender:
+    """Records to Z. Locked: in a session a thread of the user's may call plt.show() while the
+    harness answers an op, and a record larger than PIPE_BUF is written in several parts."""
+
     def __init__(self, fd):
         self.fd = fd
+        self.lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):  # a fork while another thread held it
+            os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self):
+        self.lock = threading.Lock()
 
     def send(self, obj):
-        _send_record(self.fd, obj)
+        data = encode_json_frame(obj)
+        with self.lock:
+            write_all(self.fd, data)
 
 
 def _fresh_stdio():
@@ -1117,7 +1345,11 @@ class _FigureCapture:
     def __init__(self, sender, image_cfg):
         self.sender = sender
         self.cfg = image_cfg
-        self.budget = FigureBudget(image_cfg["max_figures"])
+        self.reset()
+
+    def reset(self):
+        """A new cell: a new budget (session mode runs several cells in one process)."""
+        self.budget = FigureBudget(self.cfg["max_figures"])
         self.too_large = False
 
     @property
@@ -1227,24 +1459,20 @@ def _sha256_file(path, limit):
 def _collect_files(workdir, input_hashes, files_cfg, sender):
     """Sends the files the run left in the work dir; returns files_truncated."""
     candidates = []
-    for root, dirs, names in os.walk(workdir):
-        dirs.sort()
-        for name in sorted(names):
-            full = os.path.join(root, name)
-            rel = os.path.relpath(full, workdir)
+    for rel, st in walk_regular_files(workdir):
+        unchanged = False
+        if rel in input_hashes:
             try:
-                st = os.lstat(full)
+                unchanged = _sha256_file(os.path.join(workdir, rel), st.st_size) == input_hashes[rel]
             except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            unchanged = False
-            if rel in input_hashes:
-                try:
-                    unchanged = _sha256_file(full, st.st_size) == input_hashes[rel]
-                except OSError:
-                    pass
-            candidates.append((rel, st.st_size, unchanged))
+                pass
+        candidates.append((rel, st.st_size, unchanged))
+    return _send_files(workdir, candidates, files_cfg, sender)
+
+
+def _send_files(workdir, candidates, files_cfg, sender):
+    """candidates: [(path, size, unchanged)] in path order. Sends the chosen ones as `file`
+    records; returns files_truncated."""
     chosen, truncated = plan_files_out(candidates, files_cfg["max_count"],
                                        files_cfg["max_total_bytes"])
     sizes = {path: size for path, size, _ in candidates}
@@ -1260,14 +1488,16 @@ def _collect_files(workdir, input_hashes, files_cfg, sender):
     return truncated
 
 
-def _run_cell(source, namespace, value_max_chars, on_end=None):
+def _run_cell(source, namespace, value_max_chars, on_end=None, sources=None):
     """Runs the cell. Returns (exit status, value repr or None, structured traceback or None,
     memory_error: the cell ended with an uncaught MemoryError). `on_end` is called as soon as
-    the cell's code is over, before anything is reported."""
+    the cell's code is over, before anything is reported. `sources`: session mode's CellSources."""
     on_end = on_end or (lambda: None)
     register_source(source)
     try:
         body, expr = split_cell(source)
+        if sources is not None:
+            sources.add(source, (body, expr))
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
         on_end()
         text, tb = compile_error_report(e)
@@ -1289,7 +1519,7 @@ def _run_cell(source, namespace, value_max_chars, on_end=None):
     except BaseException as e:  # noqa: B902 - exactly what the interpreter would report
         on_end()
         try:
-            sys.stderr.write(format_exception_trimmed(e))
+            sys.stderr.write(format_exception_trimmed(e, sources=sources))
         except BaseException:  # noqa: B902
             pass
         return 1, None, structured_traceback(e), isinstance(e, MemoryError)
@@ -1356,6 +1586,302 @@ def _run_request(req, spec, prepared):
     sender.send({"t": "result", "value": value, "traceback": tb, "memory_error": memory_error,
                  "files_truncated": files_truncated, "images_truncated": capture.truncated})
     return status
+
+
+# ---------------------------------------------------------------------------------------------
+# Session mode, in U: cells in one persistent __main__, and file operations
+
+
+class FileOpError(Exception):
+    """A file operation failed for a reason the user should read (the reply's error)."""
+
+
+def _read_exact(fd, n):
+    """n bytes from a blocking fd, or None at EOF."""
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_request(fd):
+    """U: the next request frame from Z (blocking), or None when Z closed the pipe."""
+    head = _read_exact(fd, 5)
+    if head is None:
+        return None
+    payload = _read_exact(fd, int.from_bytes(head[:4], "big"))
+    if payload is None or head[4:5] != KIND_JSON:
+        return None
+    return json.loads(payload.decode("utf-8"))
+
+
+def walk_regular_files(workdir):
+    """[(relative path, lstat)] of the regular files under workdir, in path order (directories
+    sorted, then names); symlinks are neither followed nor listed, nor are special files."""
+    out = []
+    for root, dirs, names in os.walk(workdir):
+        dirs.sort()
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((os.path.relpath(full, workdir), st))
+    return out
+
+
+def snapshot_files(workdir):
+    """{path: (size, mtime_ns, inode)} of the work dir's regular files, in path order."""
+    return {rel: (st.st_size, st.st_mtime_ns, st.st_ino) for rel, st in walk_regular_files(workdir)}
+
+
+def _resolve(workdir, rel, create=False):
+    """The absolute path of `rel` (already validated) under workdir. Parent directories must be
+    real directories: a symlink among them is refused, so an operation never leaves the work dir
+    through one. create: missing parents are made (and the work dir itself, if the code removed
+    it)."""
+    if create:
+        os.makedirs(workdir, mode=0o700, exist_ok=True)
+    parts = rel.split("/")
+    cur = workdir
+    for i, part in enumerate(parts[:-1]):
+        cur = os.path.join(cur, part)
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            if not create:
+                raise FileOpError("no such file: %s" % rel)
+            os.mkdir(cur, 0o755)
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise FileOpError("not a regular file: %s (%s is a symbolic link)"
+                              % (rel, "/".join(parts[:i + 1])))
+        if not stat.S_ISDIR(st.st_mode):
+            if create:
+                raise FileOpError("cannot write %s: %s is not a directory"
+                                  % (rel, "/".join(parts[:i + 1])))
+            raise FileOpError("no such file: %s" % rel)
+    return os.path.join(cur, parts[-1])
+
+
+def _os_error_message(e, rel, tmpfs_bytes, fsize_bytes=None):
+    import errno
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left in the session's file system (%d bytes)" % tmpfs_bytes
+    if e.errno == errno.EFBIG:
+        return "%s is larger than the file size limit%s" % (
+            rel, " (%d bytes)" % fsize_bytes if fsize_bytes else "")
+    return "cannot write %s: %s" % (rel, e.strerror or e)
+
+
+def put_files(workdir, files, tmpfs_bytes, fsize_bytes=None):
+    """Writes [(rel, bytes)] under workdir, replacing existing files (a symlink is replaced, not
+    followed). FileOpError on failure; a file that did not fit is removed, earlier ones stay."""
+    for rel, data in files:
+        path = None
+        try:
+            path = _resolve(workdir, rel, create=True)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                raise FileOpError("cannot write %s: it is a directory" % rel)
+            if st is not None:
+                os.unlink(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            try:
+                write_all(fd, data)
+            except OSError:
+                os.close(fd)
+                fd = None
+                os.unlink(path)
+                raise
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        except OSError as e:
+            raise FileOpError(_os_error_message(e, rel, tmpfs_bytes, fsize_bytes))
+
+
+def list_files(workdir, max_entries):
+    """The work dir's regular files, sorted by path: ({path, size, mime_type, mtime}, truncated)."""
+    found = sorted(walk_regular_files(workdir), key=lambda e: e[0])
+    out = [{"path": rel, "size": st.st_size,
+            "mime_type": mimetypes.guess_type(rel)[0] or "application/octet-stream",
+            "mtime": st.st_mtime_ns / 1e9} for rel, st in found[:max_entries]]
+    return out, len(found) > max_entries
+
+
+def get_file(workdir, rel, max_bytes):
+    path = _resolve(workdir, rel)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise FileOpError("no such file: %s" % rel)
+    except OSError as e:
+        import errno
+        if e.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise FileOpError("not a regular file: %s" % rel)
+        raise FileOpError("cannot read %s: %s" % (rel, e.strerror or e))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileOpError("not a regular file: %s" % rel)
+        if st.st_size > max_bytes:
+            raise FileOpError("%s is %d bytes, more than the limit of %d bytes"
+                              % (rel, st.st_size, max_bytes))
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(max_bytes + 1 - total, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > max_bytes:  # it grew meanwhile (a thread of the cell is writing it)
+        raise FileOpError("%s is more than %d bytes, the limit" % (rel, max_bytes))
+    data = b"".join(chunks)
+    return {"path": rel, "size": len(data),
+            "mime_type": mimetypes.guess_type(rel)[0] or "application/octet-stream",
+            "data_b64": base64.b64encode(data).decode("ascii")}
+
+
+def delete_file(workdir, rel):
+    path = _resolve(workdir, rel)
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileOpError("no such file: %s" % rel)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileOpError("not a regular file: %s" % rel)
+    try:
+        os.unlink(path)
+    except OSError as e:
+        raise FileOpError("cannot delete %s: %s" % (rel, e.strerror or e))
+    return {"path": rel}
+
+
+class _SessionContext:
+    def __init__(self):
+        self.initialized = False
+        self.data_limit = None  # RLIMIT_DATA (soft, hard) when the session's memory is narrowed
+        self.sources = CellSources()
+
+
+def _session_serve(spec, prepared):
+    """U in session mode: serves requests until Z closes the request pipe. Limits and the
+    seccomp filter are applied once, before the first request is handled."""
+    cfg = spec.cfg
+    sender = prepared[0]
+    ctx = _SessionContext()
+    while True:
+        req = _read_request(spec.req_r)
+        if req is None:
+            return 0
+        if not ctx.initialized:
+            limits = req["session_limits"]
+            ctx.data_limit = _apply_rlimits(limits, narrowed_memory(limits, cfg["limits"]),
+                                            cpu=False)
+            ctx.fsize = limits["fsize_bytes"]
+            spec.kernel.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
+            if cfg["seccomp_bpf"] is not None:
+                spec.kernel.install_seccomp(cfg["seccomp_bpf"])
+            _relax_data_limit()  # the narrowed budget is lowered again for each cell
+            ctx.initialized = True
+        if req["t"] == "run":
+            _session_cell(req, spec, prepared, ctx)
+        else:
+            sender.send(_session_file_op(req, cfg, ctx))
+
+
+def _session_file_op(req, cfg, ctx):
+    """A file op's reply record. Harness code on absolute paths (the cell may have chdir'ed)."""
+    workdir = cfg["workdir"]
+    op = req["op"]
+    reply = {"t": "reply", "seq": req["seq"], "id": req["id"]}
+    try:
+        if op == "put_files":
+            put_files(workdir, [(f["path"], base64.b64decode(f["content_b64"])) for f in req["files"]],
+                      cfg["tmpfs_size_bytes"], ctx.fsize)
+            result = {}
+        elif op == "list_files":
+            files, truncated = list_files(workdir, req["max_entries"])
+            result = {"files": files, "truncated": truncated}
+        elif op == "get_file":
+            result = get_file(workdir, req["path"], req["max_bytes"])
+        elif op == "delete_file":
+            result = delete_file(workdir, req["path"])
+        else:
+            raise FileOpError("unknown file operation %r" % op)
+        reply.update(ok=True, result=result)
+    except FileOpError as e:
+        reply.update(ok=False, error=str(e))
+    except OSError as e:
+        reply.update(ok=False, error="%s failed: %s" % (op, e))
+    return reply
+
+
+def _session_cell(req, spec, prepared, ctx):
+    """One cell in the session's persistent __main__. Ends with the `result` record ("cell
+    finished"); threads are not joined and atexit does not run (the interpreter lives on)."""
+    cfg = spec.cfg
+    sender, main_mod, capture = prepared
+    workdir = cfg["workdir"]
+    seq = req["seq"]
+    try:
+        put_files(workdir, [(f["path"], base64.b64decode(f["content_b64"])) for f in req["files"]],
+                  cfg["tmpfs_size_bytes"], ctx.fsize)
+    except FileOpError as e:
+        sender.send({"t": "result", "seq": seq, "input_error": str(e)})
+        return
+    before = snapshot_files(workdir)
+    sys.argv = [CELL_FILENAME] + list(req.get("argv", []))
+    capture.reset()
+    if ctx.data_limit is not None:
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, ctx.data_limit)
+        except (OSError, ValueError):
+            pass  # the code lowered the hard limit itself
+    usage0 = _self_usage()
+    sender.send({"t": "started"})
+    run_pid = os.getpid()
+    status, value, tb, memory_error = _run_cell(req["code"], main_mod.__dict__,
+                                                cfg["value_max_chars"], on_end=_relax_data_limit,
+                                                sources=ctx.sources)
+    _flush_stdio()
+    if os.getpid() != run_pid:
+        os._exit(status)  # a process the cell forked reached the cell's end: it exits like Python
+    try:
+        capture.capture_all()
+    except BaseException as e:  # noqa: B902
+        sys.stderr.write("[sandbox] figures could not be captured: %s\n" % e)
+    _flush_stdio()
+    after = walk_regular_files(workdir)
+    changed = set(changed_files(before, {rel: (st.st_size, st.st_mtime_ns, st.st_ino)
+                                         for rel, st in after}))
+    files_truncated = _send_files(workdir, [(rel, st.st_size, rel not in changed)
+                                            for rel, st in after], cfg["files_out"], sender)
+    usage1 = _self_usage()
+    sender.send({"t": "result", "seq": seq, "status": status, "value": value, "traceback": tb,
+                 "memory_error": memory_error, "files_truncated": files_truncated,
+                 "images_truncated": capture.truncated,
+                 "cpu_ms": int((usage1[0] - usage0[0]) * 1000), "max_rss_kb": usage1[1]})
+
+
+def _self_usage():
+    """(CPU seconds, max RSS kB) of this process and its waited-for children."""
+    a = resource.getrusage(resource.RUSAGE_SELF)
+    b = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime,
+            int(max(a.ru_maxrss, b.ru_maxrss)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1448,6 +1974,15 @@ class Prepared:
         self.req_w, self.out_r, self.err_r, self.res_r, self.st_r = req_w, out_r, err_r, res_r, st_r
         self.st_decoder = FrameDecoder(max_payload=1 << 16, kinds=(KIND_JSON,))
         self.reaped = False
+        # session mode (see Zygote._session_setup)
+        self.started = False  # a request was sent: U applied its limits, state may exist
+        self.cells = 0
+        self.seq = 0  # request number, echoed in U's answers: a stale answer is never taken
+        self.discarded = 0  # bytes read from U's pipes and dropped since the last request
+        self.res_decoder = None
+        self.open = {}  # fd -> tag of U's pipes not yet at EOF
+        self.pending = bytearray()  # request bytes not yet written to req_w
+        self.counters = None
 
     def fds(self):
         return [fd for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.st_r)
@@ -1478,6 +2013,29 @@ class RunState:
         self.corrupt = None
 
 
+def pipe_available(fd):
+    """Bytes waiting in a pipe (FIONREAD), 0 if unknown."""
+    buf = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+    except OSError:
+        return 0
+    return buf[0]
+
+
+def death_reason(ustatus, gstatus, oom_kills):
+    """Why the session's process ended outside a run (a session_reset's reason)."""
+    if oom_kills > 0:
+        return "out of memory: the OOM killer ended the session's process"
+    status = ustatus if ustatus is not None else gstatus
+    if status is None:
+        return "the session's process ended"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return "the session's process was killed by signal %d (%s)" % (sig, _signame(sig))
+    return "the session's process exited with status %d" % os.WEXITSTATUS(status)
+
+
 # The cell can write to the result pipe of its own process (see "Trust" in the protocol doc):
 # garbage there is the code's doing, not a failure of the harness or the server.
 CORRUPT_RESULTS = ("the code wrote data that is not a result record to the harness's result "
@@ -1500,6 +2058,8 @@ class Zygote:
         self.tmp_keep = set()
         self.mpl_seed = None
         self.zombies = []
+        self.session = cfg["mode"] == "session"
+        self.session_limits = cfg["limits"]  # the latest `session` op's, for U's not started yet
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -1647,6 +2207,8 @@ class Zygote:
             p = self._spawn()
             err = self._await_prepared(p)
             if err is None:
+                if self.session:
+                    self._session_setup(p)
                 self.prepared = p
                 return
             self._discard(p)
@@ -1708,7 +2270,20 @@ class Zygote:
     def ready_event(self):
         ev = {"ev": "ready", "protocol": PROTOCOL_VERSION, "python": "%d.%d.%d" % sys.version_info[:3],
               "pid": self.pid, "preloaded": self.preloaded, "errors": list(self.errors),
-              "isolation": "namespaces" if self.isolate else "process", "run_count": self.run_count}
+              "isolation": "namespaces" if self.isolate else "process", "run_count": self.run_count,
+              "mode": self.cfg["mode"]}
+        if self.session:
+            ev.update(self._session_fields())
+        return ev
+
+    def _session_fields(self):
+        p = self.prepared
+        return {"cells": p.cells if p else 0, "session_started": bool(p and p.started)}
+
+    def _pong(self, busy):
+        ev = {"ev": "pong", "memory_bytes": read_memory_usage(), "busy": busy}
+        if self.session:
+            ev.update(self._session_fields())
         return ev
 
     # -- main loop --------------------------------------------------------------------------
@@ -1723,6 +2298,13 @@ class Zygote:
             if not self.chan.queue:
                 if self.chan.eof or self.exit_requested:
                     break
+                if self.session:
+                    watch = [self.chan.in_fd] + (list(self.prepared.open) if self.prepared else [])
+                    r, _, _ = select.select(watch, [], [])
+                    self._session_idle(r)
+                    if self.chan.in_fd in r:
+                        self.chan.on_readable()
+                    continue
                 watch = [self.chan.in_fd] + ([self.prepared.st_r] if self.prepared else [])
                 r, _, _ = select.select(watch, [], [])
                 if self.prepared and self.prepared.st_r in r:
@@ -1737,9 +2319,13 @@ class Zygote:
             msg = self.chan.queue.pop(0)
             op = msg["op"]
             if op == "ping":
-                self.chan.send({"ev": "pong"})
+                self.chan.send(self._pong(False))
             elif op == "cancel":
                 log("cancel for %r while idle: ignored" % msg.get("id"))
+            elif op == "session":
+                self.handle_session_op(msg)
+            elif op in FILE_OPS:
+                self.handle_file_op(msg)
             elif op == "exit":
                 break
             elif op == "run":
@@ -1754,6 +2340,7 @@ class Zygote:
             else:
                 raise ProtocolError("unknown op %r" % op)
         if self.prepared is not None:
+            self._log_discarded(self.prepared)
             self._discard(self.prepared)
             self.prepared = None
         if not self.isolate and self.in_container:
@@ -1771,6 +2358,18 @@ class Zygote:
             return
         if self.prepared is None:
             self.prepare()
+        if self.session:
+            p = self.prepared
+            reset = True
+            try:
+                reset = self._session_run(p, run, files)
+            finally:
+                self.run_count += 1
+                if reset:
+                    self._log_discarded(p)
+                    self._discard(p)
+                    self.prepared = None  # serve() prepares the next U and sends ready
+            return
         p, self.prepared = self.prepared, None
         try:
             self._execute(p, run, files)
@@ -1882,6 +2481,338 @@ class Zygote:
         self.chan.send(self._done_event(state, verdict, exit_code, sig, detail,
                                         int((end - t0) * 1000)))
 
+    # -- session mode -----------------------------------------------------------------------
+
+    def _session_setup(self, p):
+        """A prepared child becomes the session's U: its pipes stay open across requests."""
+        p.res_decoder = FrameDecoder(max_payload=self._max_result_record(), kinds=(KIND_JSON,))
+        p.open = {p.out_r: "out", p.err_r: "err", p.res_r: "res", p.st_r: "st"}
+        os.set_blocking(p.req_w, False)  # Z never blocks on a U that does not read
+        p.counters = read_memory_counters()
+
+    def _log_discarded(self, p):
+        if p.discarded:
+            log("discarded %d bytes written between cells" % p.discarded)
+            p.discarded = 0
+
+    def handle_session_op(self, msg):
+        if not self.session:
+            raise ProtocolError("the session op needs config.mode \"session\"")
+        rid, limits = parse_session_op(msg, self.cfg)
+        self.session_limits = limits
+        self.chan.send({"ev": "reply", "id": rid, "ok": True})
+
+    def _session_idle(self, readable):
+        """Between requests: U's output is read and dropped (so that nothing of the session
+        blocks on a full pipe), and the death of U or G resets the session."""
+        p = self.prepared
+        if p is None:
+            return
+        for fd in readable:
+            tag = p.open.get(fd)
+            if tag is None:
+                continue
+            data = os.read(fd, 1 << 16)
+            if tag == "st":
+                statuses = RunState(None, {})
+                if data:
+                    p.st_decoder.feed(data)
+                    for _, payload in p.st_decoder.frames():
+                        self._on_status(statuses, payload)
+                else:
+                    del p.open[fd]
+                oom = counter_delta(p.counters or {}, read_memory_counters(), "oom_kill")
+                self._session_reset(p, death_reason(statuses.ustatus, statuses.gstatus, oom))
+                return
+            if not data:
+                del p.open[fd]
+                continue
+            p.discarded += len(data)
+            if tag == "res":
+                p.res_decoder.feed(data)
+                _, error = p.res_decoder.frames_before_error()  # records now are nobody's: dropped
+                if error is not None:
+                    self._session_reset(p, "the code wrote data that is not a result record to "
+                                           "the harness's result channel")
+                    return
+
+    def _session_reset(self, p, reason):
+        """U (or G) is gone or unusable outside a run: kill what is left, tell the server, and
+        prepare an empty session. A U that never got a request held nothing: replaced silently."""
+        self._log_discarded(p)
+        self._discard(p)
+        self.prepared = None
+        if not p.started:
+            log("the prepared child died while idle; preparing another")
+            self.prepare()
+            return
+        log("session reset: %s" % reason)
+        self.chan.send({"ev": "session_reset", "reason": reason + RESET_SUFFIX})
+        self.prepare()
+        self.chan.send(self.ready_event())
+
+    def _session_exchange(self, p, request, deadline, state, run):
+        """Sends one request to the session's U and pumps U's pipes until U answers (the cell's
+        `result` record or the op's `reply`, with this request's seq) or is gone. Returns the
+        answer, or None when U was killed or died (`state` says how)."""
+        p.seq += 1
+        request["seq"] = p.seq
+        request["session_limits"] = self.session_limits  # used by U at its first request only
+        p.started = True
+        p.pending += encode_json_frame(request)
+        answer = None
+        gone_at = None
+        writing = False
+        order = {"res": 0, "out": 1, "err": 2, "st": 3, "req": 4, "ctl": 5}
+        sel = selectors.DefaultSelector()
+        try:
+            for fd, tag in p.open.items():
+                sel.register(fd, selectors.EVENT_READ, tag)
+            if not self.chan.eof:
+                sel.register(self.chan.in_fd, selectors.EVENT_READ, "ctl")
+            self._session_control(state, p, run)  # messages that arrived with the request
+            while answer is None:
+                if p.pending and not writing:
+                    sel.register(p.req_w, selectors.EVENT_WRITE, "req")
+                    writing = True
+                now = time.monotonic()
+                if state.kill_reason is None and now >= deadline:
+                    self._kill(state, p, "timeout")
+                if state.kill_time is not None and now - state.kill_time > 10:
+                    raise FatalError("the session's processes did not die within 10 s of SIGKILL")
+                if (state.ustatus is not None or state.gstatus is not None
+                        or p.st_r not in p.open):
+                    if gone_at is None:  # U is gone: what is left of the session dies too
+                        gone_at = now
+                        self._kill_tree(p)
+                    if not any(t in ("out", "err", "res") for t in p.open.values()):
+                        break
+                    if now - gone_at > 2:
+                        log("session: pipes still open 2 s after its process ended; giving up")
+                        break
+                timeout = max(deadline - now, 0) if state.kill_reason is None else 0.5
+                if gone_at is not None:
+                    timeout = 0.1
+                events = sorted(sel.select(timeout), key=lambda e: order[e[0].data])
+                for key, _ in events:
+                    tag = key.data
+                    if tag == "req":
+                        try:
+                            n = os.write(p.req_w, p.pending[:1 << 16])
+                            del p.pending[:n]
+                        except BlockingIOError:
+                            continue
+                        except OSError:  # EPIPE: U is gone, its status follows
+                            p.pending.clear()
+                        if not p.pending:
+                            sel.unregister(p.req_w)
+                            writing = False
+                    elif tag == "ctl":
+                        self.chan.on_readable()
+                        if self.chan.eof:
+                            sel.unregister(self.chan.in_fd)
+                            self.exit_requested = True
+                        self._session_control(state, p, run)
+                    else:
+                        data = os.read(key.fd, 1 << 16)
+                        if not data:
+                            sel.unregister(key.fd)
+                            del p.open[key.fd]
+                            continue
+                        if tag == "res":
+                            answer = self._session_records(state, p, data, request, run)
+                            if answer is not None:
+                                break  # what else is readable now belongs to the idle session
+                        elif tag == "st":
+                            p.st_decoder.feed(data)
+                            for _, payload in p.st_decoder.frames():
+                                self._on_status(state, payload)
+                        elif run:
+                            self._relay(state, p, KIND_STDOUT if tag == "out" else KIND_STDERR, data)
+                        else:
+                            p.discarded += len(data)
+            if answer is not None and run:
+                self._drain_output(state, p)
+        finally:
+            sel.close()
+        p.counters = read_memory_counters()
+        return answer
+
+    def _session_control(self, state, p, run):
+        """Control messages during a session request. During a file op, runs and other file ops
+        wait in the queue (served after its reply); during a run they are protocol errors."""
+        deferred = []
+        while self.chan.queue:
+            msg = self.chan.queue.pop(0)
+            op = msg["op"]
+            if op == "ping":
+                self.chan.send(self._pong(True))
+            elif op == "cancel":
+                if run and msg.get("id") == state.rid:
+                    self._kill(state, p, "cancel")
+                else:
+                    log("cancel for %r while %r is in progress: ignored" % (msg.get("id"), state.rid))
+            elif op == "exit":
+                self.exit_requested = True
+            elif op == "session":
+                self.handle_session_op(msg)
+            elif op == "run" or op in FILE_OPS:
+                if run:
+                    raise ProtocolError("%s %r arrived while run %r is in progress"
+                                        % (op, msg.get("id"), state.rid))
+                deferred.append(msg)
+            elif op == "config":
+                raise ProtocolError("config was already given")
+            else:
+                raise ProtocolError("unknown op %r" % op)
+        self.chan.queue[:0] = deferred
+
+    def _session_records(self, state, p, data, request, run):
+        """Bytes from U's result pipe during a request -> the answer record, or None. Other
+        records of a run are handled as in the other modes; during an op they are dropped."""
+        if run:
+            state.result_bytes += len(data)
+            if state.result_bytes > self._result_budget():
+                self._kill(state, p, "result_limit")
+                return None
+        p.res_decoder.feed(data)
+        frames, error = p.res_decoder.frames_before_error()
+        answer = None
+        for _, payload in frames:
+            if answer is not None:
+                p.discarded += len(payload)  # a thread's record right behind the answer
+                continue
+            try:
+                rec = json.loads(payload.decode("utf-8"))
+            except ValueError:
+                rec = None
+            if not isinstance(rec, dict):
+                error = error or ProtocolError("not a JSON object")
+                break
+            t = rec.get("t")
+            if t in ("result", "reply") and rec.get("seq") == p.seq:
+                if run and t == "result":
+                    answer = state.result = rec
+                elif not run and t == "reply" and rec.get("id") == request["id"]:
+                    if len(payload) > reply_bound(request):
+                        self._kill(state, p, "oversize")
+                        return None
+                    answer = rec
+                continue
+            if run and t not in ("result", "reply"):
+                self._on_record(state, rec)
+            else:
+                p.discarded += len(payload)
+        if error is not None and answer is None:
+            # The stream cannot be trusted to be in sync any more: the session ends.
+            state.corrupt = CORRUPT_RESULTS
+            self._kill(state, p, "corrupt")
+            return None
+        return answer
+
+    def _drain_output(self, state, p):
+        """After the cell-finished record: relays what U wrote before it, which is already in
+        the pipes (bytes written later belong to the time between cells)."""
+        for fd, kind in ((p.out_r, KIND_STDOUT), (p.err_r, KIND_STDERR)):
+            if fd not in p.open:
+                continue
+            n = pipe_available(fd)
+            while n > 0 and not state.output_cut:
+                data = os.read(fd, min(n, 1 << 16))
+                if not data:
+                    break
+                n -= len(data)
+                self._relay(state, p, kind, data)
+
+    def _session_run(self, p, run, files):
+        """A cell in the session's U. Returns True when U ended (the session must be reset)."""
+        state = RunState(run["id"], run["limits"])
+        limits = dict(run["limits"], cpu_s=0)  # no RLIMIT_CPU in a session
+        self._log_discarded(p)
+        counters0 = read_memory_counters()
+        t0 = time.monotonic()
+        req = {"t": "run", "code": run["code"], "argv": run["argv"],
+               "files": [{"path": path, "content_b64": f["content_b64"]}
+                         for (path, _), f in zip(files, run["files"])]}
+        answer = self._session_exchange(p, req, t0 + limits["timeout_s"], state, run=True)
+        duration_ms = int((time.monotonic() - t0) * 1000)
+        counters1 = read_memory_counters()
+        oom = counter_delta(counters0, counters1, "oom_kill")
+        alive = answer is not None and state.kill_reason is None
+        if alive and "input_error" in answer:
+            state.result = {}
+            detail = "input files could not be written: %s" % str(answer["input_error"])[:2000]
+            self.chan.send(self._done_event(state, "error", None, None, detail, duration_ms))
+            return False
+        p.cells += 1
+        if alive:
+            status = answer.get("status")
+            if not _is_int(status) or not 0 <= status <= 255:
+                status = 1
+            cpu_ms, rss = answer.get("cpu_ms"), answer.get("max_rss_kb")
+            state.cpu_ms = cpu_ms if _is_int(cpu_ms) and cpu_ms >= 0 else None
+            state.max_rss_kb = rss if _is_int(rss) and rss >= 0 else None
+            verdict, exit_code, sig, detail = decide_verdict(
+                ustatus=status << 8, oom_kills=oom, limits=limits,
+                memory_error=answer.get("memory_error") is True)
+        else:
+            verdict, exit_code, sig, detail = decide_verdict(
+                kill_reason=state.kill_reason, internal=state.internal, ustatus=state.ustatus,
+                gstatus=state.gstatus, oom_kills=oom, corrupt=state.corrupt,
+                limit_hits=counter_delta(counters0, counters1, "limit_hits"), cpu_ms=state.cpu_ms,
+                limits=limits, memory_error=state.result.get("memory_error") is True)
+            detail += RESET_SUFFIX
+        self.chan.send(self._done_event(state, verdict, exit_code, sig, detail, duration_ms,
+                                        session_reset=not alive))
+        return not alive
+
+    def handle_file_op(self, msg):
+        rid = parse_op_id(msg)
+        if not self.session:
+            self.chan.send({"ev": "reply", "id": rid, "ok": False,
+                            "error": "file operations need session mode"})
+            return
+        try:
+            req = parse_file_op(msg, self.cfg)
+        except InputError as e:
+            self.chan.send({"ev": "reply", "id": rid, "ok": False, "error": str(e)})
+            return
+        if self.prepared is None:
+            self.prepare()
+        p = self.prepared
+        self._log_discarded(p)
+        state = RunState(rid, {})
+        req["id"] = rid
+        ureq = {k: v for k, v in req.items() if k != "sizes"}
+        ureq["t"] = "op"
+        p.res_decoder.max_payload = max(reply_bound(req), self._max_result_record())
+        t0 = time.monotonic()
+        try:
+            answer = self._session_exchange(p, ureq, t0 + self.cfg["op_timeout_s"], state,
+                                            run=False)
+        finally:
+            p.res_decoder.max_payload = self._max_result_record()
+        if answer is not None and state.kill_reason is None:
+            try:
+                ok, out = check_reply(req, answer)
+            except ValueError as e:
+                ok, out = False, "the session sent an invalid answer (%s)" % e
+            reply = {"ev": "reply", "id": rid, "ok": ok}
+            reply["result" if ok else "error"] = out
+            self.chan.send(reply)
+            return
+        if state.kill_reason == "timeout":
+            reason = "the file operation did not finish within %g s" % self.cfg["op_timeout_s"]
+        elif state.kill_reason == "oversize":
+            reason = "the session's answer exceeded %d bytes" % reply_bound(req)
+        elif state.kill_reason == "corrupt":
+            reason = "the code wrote data that is not a result record to the harness's result channel"
+        else:
+            reason = death_reason(state.ustatus, state.gstatus,
+                                  counter_delta(p.counters or {}, read_memory_counters(), "oom_kill"))
+        self.chan.send({"ev": "reply", "id": rid, "ok": False, "error": reason + RESET_SUFFIX})
+        self._session_reset(p, reason)
+
     def _max_result_record(self):
         img = self.cfg["image"]
         per_image = img["max_width_px"] * img["max_height_px"] * 4 + (64 << 10)
@@ -1900,7 +2831,7 @@ class Zygote:
             msg = queue.pop(0)
             op = msg["op"]
             if op == "ping":
-                self.chan.send({"ev": "pong"})
+                self.chan.send(self._pong(True))
             elif op == "cancel":
                 if msg.get("id") == state.rid:
                     self._kill(state, p, "cancel")
@@ -1908,6 +2839,10 @@ class Zygote:
                     log("cancel for %r while %r runs: ignored" % (msg.get("id"), state.rid))
             elif op == "exit":
                 self.exit_requested = True
+            elif op in FILE_OPS:
+                self.handle_file_op(msg)  # answered at once: not in session mode
+            elif op == "session":
+                self.handle_session_op(msg)  # a protocol error: not in session mode
             elif op == "run":
                 raise ProtocolError("run %r arrived while run %r is in progress"
                                     % (msg.get("id"), state.rid))
@@ -1957,8 +2892,10 @@ class Zygote:
         except ValueError:
             state.corrupt = CORRUPT_RESULTS
             return
-        if not isinstance(rec, dict):
-            return
+        if isinstance(rec, dict):
+            self._on_record(state, rec)
+
+    def _on_record(self, state, rec):
         t = rec.get("t")
         rid = state.rid
         if t == "started" and not state.started:
@@ -1995,7 +2932,7 @@ class Zygote:
         elif t == "internal":
             state.internal = "harness error in the run: %s" % str(rec.get("message"))[:2000]
 
-    def _done_event(self, state, verdict, exit_code, sig, detail, duration_ms):
+    def _done_event(self, state, verdict, exit_code, sig, detail, duration_ms, session_reset=False):
         res = state.result
         value = res.get("value")
         if not isinstance(value, str):
@@ -2005,14 +2942,18 @@ class Zygote:
         tb = res.get("traceback")
         if not isinstance(tb, dict):
             tb = None
-        return {
+        ev = {
             "ev": "done", "id": state.rid, "verdict": verdict, "exit_code": exit_code,
             "signal": int(sig) if sig is not None else None, "duration_ms": duration_ms,
             "value": value, "traceback": tb, "output_truncated": state.output_cut,
             "files_truncated": bool(res.get("files_truncated")) or state.files_truncated,
             "images_truncated": bool(res.get("images_truncated")) or state.images_truncated,
             "detail": detail, "cpu_ms": state.cpu_ms, "max_rss_kb": state.max_rss_kb,
+            "session_reset": session_reset,
         }
+        if self.session:
+            ev["cells"] = self.prepared.cells if self.prepared else 0
+        return ev
 
 
 def files_overhead(cfg):

@@ -529,7 +529,9 @@ class ProcessModeTest(unittest.TestCase):
         z.frames("ready")
 
         z.send({"op": "ping"})
-        self.assertEqual(z.frames("pong")[-1][1], {"ev": "pong"})
+        pong = z.frames("pong")[-1][1]
+        self.assertEqual((pong["ev"], pong["busy"]), ("pong", False))
+        self.assertTrue(pong["memory_bytes"] is None or pong["memory_bytes"] > 0, pong)
 
     def test_limits_and_cancel(self):
         z = Zygote(self)
