@@ -2497,7 +2497,7 @@ class Zygote:
 
     def handle_session_op(self, msg):
         if not self.session:
-            raise ProtocolError("the session op needs config.mode \"session\"")
+            raise ProtocolError("the session op needs session mode (config.mode \"session\")")
         rid, limits = parse_session_op(msg, self.cfg)
         self.session_limits = limits
         self.chan.send({"ev": "reply", "id": rid, "ok": True})

@@ -409,6 +409,227 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(h.counter_delta({"oom_kill": None}, {"oom_kill": 3}, "oom_kill"), 0)
 
 
+class SessionOpsTest(unittest.TestCase):
+    """Session mode's pure parts: config, op parsing, checks of U's replies, file diffs."""
+
+    def test_config(self):
+        cfg = h.parse_config({"op": "config", "mode": "session"})
+        self.assertEqual((cfg["mode"], cfg["op_timeout_s"], cfg["list_max_entries"]),
+                         ("session", 10.0, 1000))
+        cfg = h.parse_config({"op": "config", "op_timeout_s": 2, "list_max_entries": 5})
+        self.assertEqual((cfg["op_timeout_s"], cfg["list_max_entries"]), (2.0, 5))
+        for bad in ({"op_timeout_s": 0}, {"op_timeout_s": "1"}, {"list_max_entries": 0},
+                    {"list_max_entries": 1.5}, {"mode": "sessions"}):
+            with self.assertRaises(h.ProtocolError, msg=str(bad)):
+                h.parse_config(dict(bad, op="config"))
+
+    def test_session_op(self):
+        cfg = h.parse_config({"op": "config", "limits": {"nproc": 7}})
+        rid, limits = h.parse_session_op({"op": "session", "limits": {"memory_bytes": 5}}, cfg)
+        self.assertIsNone(rid)
+        self.assertEqual((limits["memory_bytes"], limits["nproc"], limits["timeout_s"]), (5, 7, 10.0))
+        rid, _ = h.parse_session_op({"op": "session", "id": "s1"}, cfg)
+        self.assertEqual(rid, "s1")
+        for bad in ({"id": 3}, {"id": "x" * 257}, {"limits": []}, {"limits": {"nofile": "9"}}):
+            with self.assertRaises(h.ProtocolError, msg=str(bad)):
+                h.parse_session_op(dict(bad, op="session"), cfg)
+
+    def test_file_op_parsing(self):
+        cfg = h.parse_config({"op": "config", "files_in": {"max_count": 2, "max_total_bytes": 4},
+                              "files_out": {"max_total_bytes": 99}, "list_max_entries": 3})
+        self.assertEqual(h.parse_op_id({"op": "get_file", "id": "g"}), "g")
+        for bad in ({}, {"id": ""}, {"id": 1}, {"id": "x" * 257}):
+            with self.assertRaises(h.ProtocolError, msg=str(bad)):
+                h.parse_op_id(dict(bad, op="get_file"))
+        b64 = base64.b64encode(b"abc").decode()
+        req = h.parse_file_op({"op": "put_files", "files": [{"path": "./d//a", "content_b64": b64}]},
+                              cfg)
+        self.assertEqual(req, {"op": "put_files", "files": [{"path": "d/a", "content_b64": b64}],
+                               "sizes": [("d/a", 3)]})
+        self.assertEqual(h.parse_file_op({"op": "list_files"}, cfg),
+                         {"op": "list_files", "max_entries": 3})
+        self.assertEqual(h.parse_file_op({"op": "get_file", "path": "a"}, cfg)["max_bytes"], 99)
+        self.assertEqual(h.parse_file_op({"op": "get_file", "path": "a", "max_bytes": 0}, cfg)
+                         ["max_bytes"], 0)
+        self.assertEqual(h.parse_file_op({"op": "delete_file", "path": "a/./b"}, cfg),
+                         {"op": "delete_file", "path": "a/b"})
+        cases = [({"op": "put_files", "files": {}}, "must be a list"),
+                 ({"op": "put_files", "files": [{"path": "a", "content_b64": b64 * 2}]},
+                  "limit of 4 bytes"),
+                 ({"op": "put_files", "files": [{"path": "../a", "content_b64": ""}]}, "'..'"),
+                 ({"op": "get_file", "path": "/etc/passwd"}, "absolute"),
+                 ({"op": "get_file", "path": "../x"}, "contains '..'"),
+                 ({"op": "get_file", "path": "a", "max_bytes": -1}, "max_bytes"),
+                 ({"op": "get_file", "path": "a", "max_bytes": True}, "max_bytes"),
+                 ({"op": "delete_file"}, "non-empty string")]
+        for msg, needle in cases:
+            with self.assertRaises(h.InputError, msg=str(msg)) as cm:
+                h.parse_file_op(msg, cfg)
+            self.assertIn(needle, str(cm.exception))
+
+    def test_check_reply(self):
+        get = {"op": "get_file", "path": "a.txt", "max_bytes": 5}
+        data = base64.b64encode(b"hello").decode()
+        ok = {"ok": True, "result": {"path": "a.txt", "size": 5, "mime_type": "text/plain",
+                                     "data_b64": data}}
+        self.assertEqual(h.check_reply(get, ok), (True, ok["result"]))
+        for result in ({"path": "b.txt", "size": 5, "mime_type": "x", "data_b64": data},
+                       {"path": "a.txt", "size": 4, "mime_type": "x", "data_b64": data},
+                       {"path": "a.txt", "size": 6, "mime_type": "x",
+                        "data_b64": base64.b64encode(b"hello!").decode()},
+                       {"path": "a.txt", "size": 5, "mime_type": "x", "data_b64": "@@@@@@@@"},
+                       {"path": "a.txt", "size": 5, "mime_type": None, "data_b64": data}, []):
+            with self.assertRaises(ValueError, msg=str(result)):
+                h.check_reply(get, {"ok": True, "result": result})
+        self.assertEqual(h.check_reply(get, {"ok": False, "error": "e" * 5000}), (False, "e" * 2000))
+        for bad in ({"ok": False}, {"ok": "yes", "error": "x"}, {}):
+            with self.assertRaises(ValueError):
+                h.check_reply(get, bad)
+        lst = {"op": "list_files", "max_entries": 2}
+        entry = {"path": "a", "size": 1, "mime_type": "m" * 300, "mtime": 1.5, "extra": 1}
+        ok, res = h.check_reply(lst, {"ok": True, "result": {"files": [entry], "truncated": True}})
+        self.assertEqual(res, {"files": [{"path": "a", "size": 1, "mime_type": "m" * 200,
+                                          "mtime": 1.5}], "truncated": True})
+        for result in ({"files": [entry] * 3, "truncated": False}, {"files": [entry]},
+                       {"files": [dict(entry, size=-1)], "truncated": False},
+                       {"files": [dict(entry, mtime=float("nan"))], "truncated": False},
+                       {"files": [dict(entry, path="")], "truncated": False}):
+            with self.assertRaises(ValueError, msg=str(result)):
+                h.check_reply(lst, {"ok": True, "result": result})
+        # What Z knows itself is not taken from U.
+        put = {"op": "put_files", "sizes": [("a", 3)]}
+        self.assertEqual(h.check_reply(put, {"ok": True, "result": {"files": "forged"}}),
+                         (True, {"files": [{"path": "a", "size": 3}]}))
+        self.assertEqual(h.check_reply({"op": "delete_file", "path": "a"},
+                                       {"ok": True, "result": {"path": "/etc"}}),
+                         (True, {"path": "a"}))
+
+    def test_reply_bound(self):
+        self.assertGreaterEqual(h.reply_bound({"op": "get_file", "path": "a", "max_bytes": 3 << 20}),
+                                4 << 20)
+        self.assertLess(h.reply_bound({"op": "get_file", "path": "a", "max_bytes": 0}), 1 << 17)
+        self.assertGreater(h.reply_bound({"op": "list_files", "max_entries": 1000}), 1000 * 6 * 4096)
+        self.assertEqual(h.reply_bound({"op": "delete_file", "path": "a"}), 64 << 10)
+
+    def test_changed_files(self):
+        before = {"a": (1, 10, 5), "b": (2, 20, 6), "gone": (1, 1, 1)}
+        after = {"a": (1, 10, 5), "b": (2, 21, 6), "c": (0, 1, 7)}
+        self.assertEqual(h.changed_files(before, after), ["b", "c"])
+        self.assertEqual(h.changed_files({"a": (1, 10, 5)}, {"a": (1, 10, 8)}), ["a"])  # replaced
+
+    def test_memory_usage(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertIsNone(h.read_memory_usage(d))
+            with open(os.path.join(d, "memory.current"), "w") as f:
+                f.write("123\n")
+            self.assertEqual(h.read_memory_usage(d), 123)
+            os.mkdir(os.path.join(d, "memory"))
+            with open(os.path.join(d, "memory", "memory.usage_in_bytes"), "w") as f:
+                f.write("456\n")
+            self.assertEqual(h.read_memory_usage(d), 456)  # v1 first, as this engine shows
+
+    def test_verdicts(self):
+        v = h.decide_verdict(kill_reason="corrupt", corrupt="garbage")
+        self.assertEqual(v, ("error", None, signal.SIGKILL, "garbage"))
+        self.assertEqual(h.death_reason(exited(3), None, 0),
+                         "the session's process exited with status 3")
+        self.assertIn("signal 9 (SIGKILL)", h.death_reason(None, killed(9), 0))
+        self.assertIn("OOM killer", h.death_reason(killed(9), None, 1))
+        self.assertEqual(h.death_reason(None, None, 0), "the session's process ended")
+
+    def test_earlier_cell_lines_in_tracebacks(self):
+        sources = h.CellSources()
+        ns = {}
+        cell1 = "x = 1\n\ndef f():\n    return 1 / 0\n"
+        cell2 = "y = 2\nf()\nz = 3\n"
+        for src in (cell1, cell2):
+            h.register_source(src)
+            body, expr = h.split_cell(src)
+            sources.add(src, (body, expr))
+            try:
+                exec(body, ns)
+            except ZeroDivisionError as e:
+                exc = e
+        text = h.format_exception_trimmed(exc, drop_files=(__file__,), sources=sources)
+        self.assertIn('line 2, in <module>\n    f()\n', text)
+        self.assertIn('line 4, in f\n    return 1 / 0\n', text)  # cell 1's line, not cell 2's
+        self.assertEqual(h.linecache.cache[h.CELL_FILENAME][2], cell2.splitlines(True))
+
+
+class SessionFilesTest(unittest.TestCase):
+    """U's file operations, on a temporary work dir."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="harness-files-")
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.root, ignore_errors=True))
+        self.work = os.path.join(self.root, "work")
+
+    def test_put_list_get_delete(self):
+        h.put_files(self.work, [("d/a.csv", b"1,2\n"), ("b.bin", b"\0" * 5)], 1 << 20)
+        h.put_files(self.work, [("b.bin", b"new")], 1 << 20)  # overwrite
+        os.symlink("/etc/passwd", os.path.join(self.work, "link"))
+        os.mkfifo(os.path.join(self.work, "fifo"))
+        files, truncated = h.list_files(self.work, 10)
+        self.assertEqual([(f["path"], f["size"], f["mime_type"]) for f in files],
+                         [("b.bin", 3, "application/octet-stream"), ("d/a.csv", 4, "text/csv")])
+        self.assertFalse(truncated)
+        self.assertIsInstance(files[0]["mtime"], float)
+        self.assertEqual(h.list_files(self.work, 1)[1], True)
+        got = h.get_file(self.work, "d/a.csv", 10)
+        self.assertEqual((got["size"], base64.b64decode(got["data_b64"])), (4, b"1,2\n"))
+        errors = [("nope", 10, "no such file: nope"), ("d", 10, "not a regular file: d"),
+                  ("link", 10, "not a regular file: link"), ("fifo", 10, "not a regular file: fifo"),
+                  ("d/a.csv", 3, "d/a.csv is 4 bytes, more than the limit of 3 bytes"),
+                  ("b.bin/x", 10, "no such file: b.bin/x"), ("q/x", 10, "no such file: q/x")]
+        for path, limit, message in errors:
+            with self.assertRaises(h.FileOpError) as cm:
+                h.get_file(self.work, path, limit)
+            self.assertEqual(str(cm.exception), message)
+        self.assertEqual(h.delete_file(self.work, "b.bin"), {"path": "b.bin"})
+        for path, message in (("b.bin", "no such file: b.bin"), ("d", "not a regular file: d"),
+                              ("link", "not a regular file: link")):
+            with self.assertRaises(h.FileOpError) as cm:
+                h.delete_file(self.work, path)
+            self.assertEqual(str(cm.exception), message)
+        self.assertTrue(os.path.exists("/etc/passwd"))
+
+    def test_symlinked_parents_are_refused(self):
+        outside = os.path.join(self.root, "outside")
+        os.mkdir(outside)
+        h.put_files(self.work, [("x", b"")], 1 << 20)
+        os.symlink(outside, os.path.join(self.work, "esc"))
+        with self.assertRaises(h.FileOpError) as cm:
+            h.put_files(self.work, [("esc/f", b"data")], 1 << 20)
+        self.assertIn("symbolic link", str(cm.exception))
+        self.assertEqual(os.listdir(outside), [])
+        with open(os.path.join(outside, "f"), "w") as f:
+            f.write("secret")
+        for fn in (lambda: h.get_file(self.work, "esc/f", 100),
+                   lambda: h.delete_file(self.work, "esc/f")):
+            with self.assertRaises(h.FileOpError):
+                fn()
+        # A symlink as the target itself is replaced, not followed.
+        os.symlink(os.path.join(outside, "f"), os.path.join(self.work, "l"))
+        h.put_files(self.work, [("l", b"mine")], 1 << 20)
+        self.assertFalse(os.path.islink(os.path.join(self.work, "l")))
+        with open(os.path.join(outside, "f")) as f:
+            self.assertEqual(f.read(), "secret")
+        with self.assertRaises(h.FileOpError) as cm:
+            h.put_files(self.work, [("x/y", b"")], 1 << 20)
+        self.assertIn("x is not a directory", str(cm.exception))
+        os.mkdir(os.path.join(self.work, "dir"))
+        with self.assertRaises(h.FileOpError) as cm:
+            h.put_files(self.work, [("dir", b"")], 1 << 20)
+        self.assertIn("it is a directory", str(cm.exception))
+
+    def test_snapshot(self):
+        h.put_files(self.work, [("a", b"1"), ("s/b", b"2")], 1 << 20)
+        before = h.snapshot_files(self.work)
+        self.assertEqual(list(before), ["a", "s/b"])
+        h.put_files(self.work, [("s/b", b"22"), ("c", b"")], 1 << 20)
+        self.assertEqual(h.changed_files(before, h.snapshot_files(self.work)), ["c", "s/b"])
+
+
 class ImportTest(unittest.TestCase):
     def test_import_has_no_side_effects(self):
         # With stdin left open, main() would block reading a config: the import must return.
@@ -437,8 +658,9 @@ class Zygote:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         with open(HARNESS_PATH, "rb") as f:
             src = f.read()
+        self.cfg_workdir = os.path.join(self.workdir, "work")
         cfg = {"op": "config", "isolate": False, "preload": [], "warm_plot": False,
-               "workdir": os.path.join(self.workdir, "work")}
+               "workdir": self.cfg_workdir}
         cfg.update(config)
         self.proc.stdin.write(b"%d\n" % len(src) + src + h.encode_json_frame(cfg))
         self.proc.stdin.flush()
@@ -627,6 +849,238 @@ class ProcessModeTest(unittest.TestCase):
         z = Zygote(self, mode="nope")
         self.assertIn("config.mode", z.frames("fatal")[-1][1]["message"])
 
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+class SessionModeTest(unittest.TestCase):
+    """Session mode end to end without Docker (isolate=false: U is a plain process)."""
+
+    def op(self, z, **msg):
+        z.send(msg)
+        frames = z.frames("reply")
+        return frames[-1][1]
+
+    def test_state_files_and_tracebacks(self):
+        z = Zygote(self, mode="session")
+        ready = z.frames("ready")[-1][1]
+        self.assertEqual((ready["protocol"], ready["mode"], ready["cells"], ready["session_started"]),
+                         (2, "session", 0, False))
+        out, _, ev = z.run("x = 41\nimport json\ndef f(a):\n    return a * 2\nprint('one')", id="a")
+        self.assertEqual((out, ev[-1]["verdict"], ev[-1]["session_reset"], ev[-1]["cells"]),
+                         (b"one\n", "ok", False, 1))
+        ready = z.frames("ready")[-1][1]
+        self.assertEqual((ready["run_count"], ready["cells"], ready["session_started"]), (1, 1, True))
+        _, _, ev = z.run("json.dumps(f(x + 1) // 2)", id="b")
+        self.assertEqual((ev[-1]["value"], ev[-1]["cells"]), ("'42'", 2))
+        z.frames("ready")
+        # A function of cell 3 failing when called from cell 4: each frame shows its own line.
+        z.run("def g():\n    return 1 / 0\n", id="c")
+        z.frames("ready")
+        _, err, ev = z.run("y = 1\ng()", id="d")
+        self.assertEqual([f["line"] for f in ev[-1]["traceback"]["frames"]], [2, 2])
+        self.assertIn(b"line 2, in <module>\n    g()\n", err)
+        self.assertIn(b"line 2, in g\n    return 1 / 0\n", err)
+        z.frames("ready")
+        # Files: put, then only what a cell creates or changes comes back, once.
+        reply = self.op(z, op="put_files", id="p", files=[{"path": "in/a.csv", "content_b64": b64(b"a\n1\n")}])
+        self.assertEqual(reply, {"ev": "reply", "id": "p", "ok": True,
+                                 "result": {"files": [{"path": "in/a.csv", "size": 4}]}})
+        _, _, ev = z.run("import os\nos.chdir('/')\n"
+                         "open(os.path.join(%r, 'out.txt'), 'w').write('x')" % z.cfg_workdir, id="e",
+                         files=[{"path": "req.txt", "content_b64": b64(b"r")},
+                                {"path": "in/a.csv", "content_b64": b64(b"a\n2\n")}])
+        self.assertEqual([e["path"] for e in ev if e["ev"] == "file"], ["out.txt"])
+        z.frames("ready")
+        out, _, ev = z.run("import os\nprint(os.getcwd())", id="f")  # cell e's chdir persists
+        self.assertEqual(out, b"/\n")
+        z.frames("ready")
+        _, _, ev = z.run("import os\nos.chdir(%r)\nopen('req.txt', 'a').write('!')" % z.cfg_workdir,
+                         id="g")
+        self.assertEqual([(e["path"], b64(b"r!")) for e in ev if e["ev"] == "file"],
+                         [("req.txt", e["data_b64"]) for e in ev if e["ev"] == "file"])
+        z.frames("ready")
+        reply = self.op(z, op="list_files", id="l")
+        self.assertEqual([(f["path"], f["size"]) for f in reply["result"]["files"]],
+                         [("in/a.csv", 4), ("out.txt", 1), ("req.txt", 2)])
+        reply = self.op(z, op="get_file", id="g1", path="in/a.csv")
+        self.assertEqual(base64.b64decode(reply["result"]["data_b64"]), b"a\n2\n")
+        reply = self.op(z, op="get_file", id="g2", path="req.txt", max_bytes=1)
+        self.assertEqual(reply, {"ev": "reply", "id": "g2", "ok": False,
+                                 "error": "req.txt is 2 bytes, more than the limit of 1 bytes"})
+        self.assertEqual(self.op(z, op="get_file", id="g3", path="../x")["error"],
+                         "file path '../x' contains '..'")
+        self.assertEqual(self.op(z, op="delete_file", id="d", path="out.txt")["ok"], True)
+        self.assertEqual(self.op(z, op="get_file", id="g4", path="out.txt")["error"],
+                         "no such file: out.txt")
+        z.send({"op": "ping"})
+        pong = z.frames("pong")[-1][1]
+        self.assertEqual((pong["busy"], pong["cells"], pong["session_started"]), (False, 7, True))
+
+    def test_exit_codes_memory_and_limits(self):
+        z = Zygote(self, mode="session")
+        z.frames("ready")
+        self.assertEqual(self.op(z, op="session", id="s", limits={"memory_bytes": 64 << 20}),
+                         {"ev": "reply", "id": "s", "ok": True})
+        out, _, ev = z.run("import resource\nkeep = 'kept'\n"
+                           "print(resource.getrlimit(resource.RLIMIT_CPU)[0] == resource.RLIM_INFINITY)\n"
+                           "import sys\nsys.exit(2)", limits={"cpu_s": 1})
+        self.assertEqual((out, ev[-1]["verdict"], ev[-1]["exit_code"], ev[-1]["session_reset"]),
+                         (b"True\n", "error", 2, False))
+        z.frames("ready")
+        z.send({"op": "session", "limits": {"nproc": 50}})  # no id: null; only for a next U
+        self.assertEqual(z.frames("reply")[-1][1], {"ev": "reply", "id": None, "ok": True})
+        _, _, ev = z.run("raise SystemExit")
+        self.assertEqual((ev[-1]["verdict"], ev[-1]["exit_code"]), ("ok", 0))
+        z.frames("ready")
+        for i in range(2):  # the narrowed budget holds for every cell, not only the first
+            _, err, ev = z.run("b = bytearray(256 << 20)", id="m%d" % i)
+            self.assertEqual((ev[-1]["verdict"], ev[-1]["session_reset"], ev[-1]["exit_code"]),
+                             ("memory", False, 1), ev[-1])
+            self.assertIn(b"MemoryError", err)
+            z.frames("ready")
+        out, _, ev = z.run("small = bytearray(8 << 20)\nprint(keep)")
+        self.assertEqual((out, ev[-1]["verdict"]), (b"kept\n", "ok"))
+        z.frames("ready")
+
+    def test_resets(self):
+        z = Zygote(self, mode="session")
+        z.frames("ready")
+        reset_note = "the session was restarted empty (variables and files are lost)"
+        killers = (("while True: pass", {"timeout_s": 0.5}, "timeout"),
+                   ("import os\nprint('bye', flush=True)\nos._exit(3)", {}, "error"),
+                   ("while True: print('x' * 99)", {"output_bytes": 1000}, "output_limit"),
+                   ("import os\nos.kill(os.getpid(), 11)", {}, "signal"))
+        for i, (code, limits, verdict) in enumerate(killers):
+            self.op(z, op="put_files", id="p", files=[{"path": "f.txt", "content_b64": ""}])
+            z.run("x = 1")
+            z.frames("ready")
+            out, _, ev = z.run(code, limits=limits, id="k")
+            done = ev[-1]
+            self.assertEqual((done["verdict"], done["session_reset"], done["cells"]),
+                             (verdict, True, 2 if i == 0 else 3), done)
+            self.assertTrue(done["detail"].endswith(reset_note), done["detail"])
+            if verdict == "error":
+                self.assertEqual((out, done["exit_code"]), (b"bye\n", 3))
+            ready = z.frames("ready")[-1][1]
+            self.assertEqual((ready["cells"], ready["session_started"]), (0, False))
+            _, err, ev = z.run("print(os.listdir('.'))\nx")
+            self.assertEqual((ev[-1]["verdict"], ev[-1]["cells"]), ("error", 1))
+            self.assertIn(b"NameError", err)
+            z.frames("ready")
+        # cancel
+        z.send({"op": "run", "id": "c", "code": "import time\ntime.sleep(30)"})
+        z.frames("started")
+        z.send({"op": "cancel", "id": "c"})
+        done = z.frames("done")[-1][1]
+        self.assertEqual((done["verdict"], done["session_reset"]), ("cancelled", True))
+        z.frames("ready")
+        # Death between cells: a session_reset event, then ready; the next cell runs in a new U.
+        _, _, ev = z.run("import threading, os, time\nv = 1\n"
+                         "threading.Thread(target=lambda: (time.sleep(0.5), os._exit(4))).start()")
+        self.assertEqual(ev[-1]["session_reset"], False)
+        z.frames("ready")
+        t0 = time.monotonic()
+        frames = z.frames("ready")
+        self.assertEqual(frames[0][1], {"ev": "session_reset", "reason":
+                                        "the session's process exited with status 4; " + reset_note})
+        self.assertLess(time.monotonic() - t0, 3)
+        _, err, ev = z.run("v")
+        self.assertIn(b"NameError", err)
+
+    def test_background_output_and_threads(self):
+        z = Zygote(self, mode="session")
+        z.frames("ready")
+        # A thread writing 200 KB/s between cells (more than a pipe holds) must block nothing.
+        _, _, ev = z.run("import threading, time, sys\nstop = False\n"
+                         "def spam():\n    while not stop:\n        sys.stdout.write('y' * 20000 + '\\n')\n"
+                         "        time.sleep(0.1)\n"
+                         "t = threading.Thread(target=spam, daemon=True)\nt.start()\nprint('started')")
+        self.assertEqual(ev[-1]["verdict"], "ok")
+        z.frames("ready")
+        time.sleep(1.0)
+        out, _, ev = z.run("stop = True\nt.join()\nprint('joined')", limits={"timeout_s": 5})
+        self.assertEqual(ev[-1]["verdict"], "ok")
+        self.assertTrue(out.endswith(b"joined\n"))
+        z.frames("ready")
+        # A thread still running when its cell ends is not joined.
+        t0 = time.monotonic()
+        _, _, ev = z.run("import threading, time\nthreading.Thread(target=time.sleep, args=(5,)).start()")
+        self.assertLess(time.monotonic() - t0, 2)
+        z.frames("ready")
+        z.send({"op": "exit"})
+        self.assertEqual(z.proc.wait(10), 0)
+        self.assertIn(b"bytes written between cells", z.proc.stderr.read())
+
+    def test_op_timeout_and_untrusted_replies(self):
+        z = Zygote(self, mode="session", op_timeout_s=1)
+        z.frames("ready")
+        self.op(z, op="put_files", id="p", files=[{"path": "a.txt", "content_b64": b64(b"abc")}])
+        # The cell reaches the harness's globals in its own process and forges answers.
+        z.run("import gc\nH = [d for d in gc.get_objects() if isinstance(d, dict) and 'check_reply' in d][0]\n"
+              "H['list_files'] = lambda w, n: ([{'path': 'p', 'size': -5, 'mime_type': 'x', 'mtime': 1}], False)\n"
+              "H['get_file'] = lambda w, r, m: {'path': r, 'size': 1, 'mime_type': 'x', 'data_b64': 'QUJD' * (1 << 20)}\n"
+              "x = 'alive'")
+        z.frames("ready")
+        reply = self.op(z, op="list_files", id="l")
+        self.assertEqual(reply["ok"], False)
+        self.assertIn("invalid answer", reply["error"])
+        out, _, ev = z.run("print(x)")
+        self.assertEqual(out, b"alive\n")  # an invalid but well-framed answer keeps the session
+        z.frames("ready")
+        z.send({"op": "get_file", "id": "g", "path": "a.txt", "max_bytes": 10})
+        frames = z.frames("ready")
+        events = [p for k, p in frames if k == b"J"]
+        self.assertEqual([e["ev"] for e in events], ["reply", "session_reset", "ready"])
+        self.assertEqual(events[0]["ok"], False)
+        self.assertIn("exceeded", events[0]["error"])
+        # A thread holding the GIL: the op times out, the session is reset.
+        z.run("import threading, re, time\npat = re.compile(r'(a+)+$')\n"
+              "def hog():\n    time.sleep(0.3)\n    pat.match('a' * 60 + 'b')\n"
+              "threading.Thread(target=hog, daemon=True).start()")
+        z.frames("ready")
+        time.sleep(0.6)
+        t0 = time.monotonic()
+        z.send({"op": "list_files", "id": "t"})
+        frames = z.frames("ready")
+        events = [p for k, p in frames if k == b"J"]
+        self.assertEqual([e["ev"] for e in events], ["reply", "session_reset", "ready"])
+        self.assertIn("did not finish within 1 s", events[0]["error"])
+        self.assertLess(time.monotonic() - t0, 4)
+
+    def test_protocol(self):
+        z = Zygote(self)  # recycle: file ops are answered, the session op is a protocol error
+        z.frames("ready")
+        self.assertEqual(self.op(z, op="get_file", id="g", path="a"),
+                         {"ev": "reply", "id": "g", "ok": False,
+                          "error": "file operations need session mode"})
+        done = z.run("pass")[2][-1]
+        self.assertEqual(done["session_reset"], False)
+        self.assertNotIn("cells", done)
+        z.frames("ready")
+        z.send({"op": "session"})
+        self.assertIn("session mode", z.frames("fatal")[-1][1]["message"])
+        z = Zygote(self, mode="session")
+        z.frames("ready")
+        # A run sent right behind a file op waits for the op's reply.
+        z.send({"op": "put_files", "id": "p", "files": []})
+        z.send({"op": "run", "id": "r", "code": "print('ran')"})
+        frames = z.frames("done")
+        self.assertEqual([p["ev"] for k, p in frames if k == b"J"], ["reply", "started", "done"])
+        z.frames("ready")
+        # The session op is also answered during a run; a file op during a run is a protocol error.
+        z.send({"op": "run", "id": "r2", "code": "import time\ntime.sleep(0.5)"})
+        z.frames("started")
+        z.send({"op": "session", "id": "s"})
+        self.assertEqual(z.frames("reply")[-1][1]["id"], "s")
+        z.send({"op": "list_files", "id": "l"})
+        self.assertIn("in progress", z.frames("fatal")[-1][1]["message"])
+        z = Zygote(self, mode="session")
+        z.frames("ready")
+        z.send({"op": "list_files"})
+        self.assertIn("list_files.id", z.frames("fatal")[-1][1]["message"])
 
 if __name__ == "__main__":
     unittest.main()
