@@ -21,7 +21,8 @@ policies/seccomp-container.json when it exists (override with --container-seccom
 small development BPF built here (denies namespace, mount, ptrace, keyring, bpf, ... syscalls;
 x86_64 and aarch64) unless --no-run-seccomp; the server will send its own.
 
-Config overrides: --isolate true|false|auto, --mode recycle|fresh, --config '{"...": ...}'.
+Config overrides: --isolate true|false|auto, --mode recycle|fresh|session, --config '{"...": ...}'.
+The session_* scenarios always use session mode (session_isolate_false also isolate false).
 """
 
 import argparse
@@ -250,6 +251,22 @@ class Session:
                 elif ev == "fatal":
                     raise RuntimeError("fatal: %s" % obj.get("message"))
         return res
+
+    def op(self, msg, timeout=30):
+        """Sends a session or file op; returns its reply (other events are dropped)."""
+        self.send(msg)
+        deadline = time.monotonic() + timeout
+        while True:
+            item = self.next(max(deadline - time.monotonic(), 0.01))
+            if item is None:
+                raise RuntimeError("no reply to %s within %s s" % (msg.get("op"), timeout))
+            _, kind, obj = item
+            if kind == "eof":
+                raise RuntimeError("harness exited waiting for a reply: %s" % self.exit_info())
+            if kind == "J" and obj.get("ev") == "fatal":
+                raise RuntimeError("fatal: %s" % obj.get("message"))
+            if kind == "J" and obj.get("ev") == "reply" and obj.get("id") == msg.get("id"):
+                return obj
 
     def close(self, timeout=10):
         try:
@@ -664,6 +681,271 @@ def timing(opts):
             check(True, "print(1) run -> done: " + stats(totals)),
             check(True, "one line plot run -> done: " + stats(plots)),
             check(True, "serial throughput (run, done, ready): %.1f runs/s" % rate)]
+
+
+# ------------------------------------------------------------------------------------------
+# Session mode
+
+
+def session_opts(opts, **overrides):
+    class O:
+        pass
+    o = O()
+    o.__dict__.update(vars(opts))
+    o.mode = "session"
+    o.__dict__.update(overrides)
+    return o
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+RESET_NOTE = "the session was restarted empty (variables and files are lost)"
+
+
+@scenario
+def session_state(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    _, ready = s.wait_event("ready")
+    r1 = s.run("x = 41\nimport numpy as np\ndef f(a):\n    return np.array(a) * 2\n")
+    r2 = s.run("x + 1")
+    r3 = s.run("f([1, 2]).tolist()")
+    r4 = s.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n"
+               "plt.figure()\nplt.plot([3])\nprint(len(plt.get_fignums()))")
+    r5 = s.run("print(len(plt.get_fignums()), np.__name__)")
+    _, ready5 = s.wait_event("ready")
+    s.close()
+    return [check(ready.get("protocol") == 2 and ready.get("mode") == "session"
+                  and ready.get("cells") == 0 and ready.get("session_started") is False,
+                  "ready: protocol %s mode %s cells %s" % (ready.get("protocol"), ready.get("mode"),
+                                                           ready.get("cells"))),
+            check(r1.verdict == "ok" and r2.done["value"] == "42", "x + 1 -> %r" % r2.done["value"]),
+            check(r3.done["value"] == "[2, 4]", "function and import of cell 1 -> %r" % r3.done["value"]),
+            check([r.done["cells"] for r in (r1, r2, r3, r4, r5)] == [1, 2, 3, 4, 5]
+                  and not any(r.done["session_reset"] for r in (r1, r2, r3, r4, r5)),
+                  "cells %s, no reset" % [r.done["cells"] for r in (r1, r2, r3, r4, r5)]),
+            check(len(r4.images) == 2 and r4.stdout == b"1\n", "figures: show() + one left open: "
+                  "%d images" % len(r4.images)),
+            check(not r5.images and r5.stdout == b"0 numpy\n", "next cell: no figures left: %r"
+                  % r5.stdout),
+            check(ready5["run_count"] == 5 and ready5["cells"] == 5, "ready after done: run_count %s"
+                  % ready5["run_count"])]
+
+
+@scenario
+def session_files(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    put = s.op({"op": "put_files", "id": "p1", "files": [
+        {"path": "data.csv", "content_b64": b64(b"a,b\n1,2\n3,4\n")}]})
+    r1 = s.run("import pandas as pd\ndf = pd.read_csv('data.csv')\n"
+               "open('out.txt', 'w').write(str(df.a.sum()))\ndf.b.sum()")
+    r2 = s.run("print(open('out.txt').read())")
+    listing = s.op({"op": "list_files", "id": "l1"})
+    got = s.op({"op": "get_file", "id": "g1", "path": "out.txt"})
+    missing = s.op({"op": "get_file", "id": "g2", "path": "nope.txt"})
+    large = s.op({"op": "get_file", "id": "g3", "path": "data.csv", "max_bytes": 4})
+    bad = s.op({"op": "get_file", "id": "g4", "path": "../x"})
+    dirop = s.op({"op": "get_file", "id": "g5", "path": "."})
+    deleted = s.op({"op": "delete_file", "id": "d1", "path": "out.txt"})
+    gone = s.op({"op": "get_file", "id": "g6", "path": "out.txt"})
+    # Fill the session's tmpfs (64 MiB), then put more: a clear ENOSPC error.
+    fill = s.run("for i in range(4):\n    open('fill%d' % i, 'wb').write(b'x' * (15 << 20))",
+                 limits={"timeout_s": 30})
+    full = s.op({"op": "put_files", "id": "p2",
+                 "files": [{"path": "big.bin", "content_b64": b64(b"y" * (8 << 20))}]})
+    after = s.op({"op": "list_files", "id": "l2"})
+    s.close()
+    listed = [(f["path"], f["size"], f["mime_type"]) for f in listing.get("result", {}).get("files", [])]
+    data = base64.b64decode(got.get("result", {}).get("data_b64", ""))
+    return [check(put.get("ok") and put["result"] == {"files": [{"path": "data.csv", "size": 12}]},
+                  "put_files %s" % put),
+            check(r1.verdict == "ok" and r1.done["value"] == "6"
+                  and [f["path"] for f in r1.files] == ["out.txt"],
+                  "pandas read the put file, value %r, files %s" % (r1.done["value"],
+                                                                    [f["path"] for f in r1.files])),
+            check(r2.stdout == b"4\n" and not r2.files, "next cell: out.txt not sent again (%d files)"
+                  % len(r2.files)),
+            check(listed == [("data.csv", 12, "text/csv"), ("out.txt", 1, "text/plain")]
+                  and listing["result"]["truncated"] is False, "list_files %s" % listed),
+            check(got.get("ok") and data == b"4" and got["result"]["mime_type"] == "text/plain",
+                  "get_file out.txt -> %r" % data),
+            check(missing == {"ev": "reply", "id": "g2", "ok": False, "error": "no such file: nope.txt"},
+                  "missing: %s" % missing.get("error")),
+            check(large.get("error") == "data.csv is 12 bytes, more than the limit of 4 bytes",
+                  "too large: %s" % large.get("error")),
+            check(bad.get("error") == "file path '../x' contains '..'", "../x: %s" % bad.get("error")),
+            check(dirop.get("ok") is False, "'.': %s" % dirop.get("error")),
+            check(deleted.get("ok") and gone.get("error") == "no such file: out.txt",
+                  "delete_file, then %s" % gone.get("error")),
+            check(fill.verdict == "ok" and full.get("ok") is False
+                  and "no space left in the session's file system" in full.get("error", ""),
+                  "tmpfs full: %s" % full.get("error")),
+            check(after.get("ok") and "big.bin" not in [f["path"] for f in after["result"]["files"]],
+                  "the file that did not fit is removed")]
+
+
+@scenario
+def session_reset_timeout(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    s.op({"op": "put_files", "id": "p", "files": [{"path": "keep.txt", "content_b64": b64(b"k")}]})
+    r1 = s.run("x = 1")
+    r2 = s.run("while True: pass", limits={"timeout_s": 1})
+    _, ready = s.wait_event("ready")
+    r3 = s.run("import os\nprint(sorted(os.listdir('.')))\nx")
+    s.close()
+    d = r2.done
+    return [check(r1.verdict == "ok", "x = 1"),
+            check(d["verdict"] == "timeout" and d["session_reset"] is True and d["cells"] == 2,
+                  "verdict %s, session_reset %s, cells %s" % (d["verdict"], d["session_reset"], d["cells"])),
+            check(d["detail"].endswith(RESET_NOTE) and 900 <= d["duration_ms"] <= 1800,
+                  "detail %r, %d ms" % (d["detail"], d["duration_ms"])),
+            check(ready["cells"] == 0 and ready["session_started"] is False, "ready: empty session"),
+            check(r3.verdict == "error" and r3.done["traceback"]["type"] == "NameError"
+                  and r3.stdout == b"[]\n" and r3.done["cells"] == 1,
+                  "next cell: %s, files %r, cells %s" % (r3.done["traceback"]["type"], r3.stdout,
+                                                         r3.done["cells"]))]
+
+
+@scenario
+def session_reset_exit(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    s.run("x = 1")
+    r = s.run("import os\nprint('bye', flush=True)\nos._exit(3)")
+    r2 = s.run("x")
+    s.close()
+    return [check(r.verdict == "error" and r.done["exit_code"] == 3 and r.done["session_reset"]
+                  and r.stdout == b"bye\n", "os._exit(3): %s exit %s reset %s stdout %r"
+                  % (r.verdict, r.done["exit_code"], r.done["session_reset"], r.stdout)),
+            check(r.done["detail"] == "exit status 3; " + RESET_NOTE, "detail %r" % r.done["detail"]),
+            check(r2.done["traceback"]["type"] == "NameError", "state gone")]
+
+
+@scenario
+def session_sysexit(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    s.run("x = 5")
+    r = s.run("import sys\nprint('a')\nsys.exit(2)")
+    r0 = s.run("raise SystemExit")
+    r2 = s.run("x")
+    s.close()
+    return [check(r.verdict == "error" and r.done["exit_code"] == 2 and r.done["session_reset"] is False
+                  and r.stdout == b"a\n", "sys.exit(2): %s exit %s reset %s"
+                  % (r.verdict, r.done["exit_code"], r.done["session_reset"])),
+            check(r0.verdict == "ok" and r0.done["exit_code"] == 0, "raise SystemExit: %s" % r0.verdict),
+            check(r2.done["value"] == "5" and r2.done["cells"] == 4, "state kept: x = %r, cells %s"
+                  % (r2.done["value"], r2.done["cells"]))]
+
+
+@scenario
+def session_memory(opts):
+    s = Session(session_opts(opts), memory="1g", verbose=opts.verbose)
+    s.wait_event("ready")
+    rep = s.op({"op": "session", "id": "s1", "limits": {"memory_bytes": 128 << 20}})
+    r1 = s.run("import resource\nkeep = 'kept'\n"
+               "print(resource.getrlimit(resource.RLIMIT_CPU)[0] == resource.RLIM_INFINITY)")
+    r2 = s.run("b = bytearray(512 << 20)")
+    r3 = s.run("import numpy as np\na = np.ones((1 << 30) // 8)")
+    r4 = s.run("c = bytearray(32 << 20)\nprint(keep, len(c))")
+    s.close()
+    return [check(rep == {"ev": "reply", "id": "s1", "ok": True}, "session op reply %s" % rep),
+            check(r1.stdout == b"True\n", "no RLIMIT_CPU in a session: %r" % r1.stdout),
+            check(r2.verdict == "memory" and not r2.done["session_reset"] and r2.done["exit_code"] == 1,
+                  "bytearray(512 MiB): %s reset %s (%s)" % (r2.verdict, r2.done["session_reset"],
+                                                             r2.done["detail"])),
+            check(r3.verdict == "memory" and not r3.done["session_reset"],
+                  "numpy 1 GiB in cell 3: %s (the budget holds for later cells too)" % r3.verdict),
+            check(r4.verdict == "ok" and r4.stdout == b"kept 33554432\n", "session continues: %r"
+                  % r4.stdout)]
+
+
+@scenario
+def session_idle_death(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    r = s.run("import threading, os, time\nv = 1\n"
+              "threading.Thread(target=lambda: (time.sleep(0.5), os._exit(7))).start()")
+    t0 = time.monotonic()
+    _, reset = s.wait_event("session_reset", timeout=10)
+    t_reset = time.monotonic() - t0
+    _, ready = s.wait_event("ready", timeout=30)
+    r2 = s.run("v")
+    s.close()
+    return [check(r.verdict == "ok" and r.done["session_reset"] is False, "cell: %s" % r.verdict),
+            check(reset.get("reason") == "the session's process exited with status 7; " + RESET_NOTE
+                  and t_reset < 3, "session_reset after %.1f s: %r" % (t_reset, reset.get("reason"))),
+            check(ready["cells"] == 0 and ready["session_started"] is False, "then ready"),
+            check(r2.done["traceback"]["type"] == "NameError" and r2.done["cells"] == 1,
+                  "next cell runs in a fresh U")]
+
+
+@scenario
+def session_background_output(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    r1 = s.run("import threading, time, sys\nstop = False\n"
+               "def spam():\n    while not stop:\n        sys.stdout.write('y' * 50000 + '\\n')\n"
+               "        time.sleep(0.02)\n"
+               "t = threading.Thread(target=spam, daemon=True)\nt.start()\nprint('started')")
+    time.sleep(2)  # ~5 MB written between cells: far more than a pipe holds
+    r2 = s.run("print('still fine')", limits={"output_bytes": 10 << 20})
+    r3 = s.run("stop = True\nt.join()\nprint('joined')")
+    time.sleep(0.3)
+    r4 = s.run("print('quiet')")
+    s.close()
+    time.sleep(0.3)
+    logged = [l for l in s.stderr_lines if "bytes written between cells" in l]
+    return [check(r1.verdict == "ok" and b"started\n" in r1.stdout, "thread started"),
+            check(r2.verdict == "ok" and b"still fine\n" in r2.stdout
+                  and r2.ms(r2.t_sent, r2.t_done) < 2000,
+                  "a cell while it writes: %s in %.0f ms" % (r2.verdict, r2.ms(r2.t_sent, r2.t_done))),
+            check(r3.verdict == "ok" and r3.stdout.endswith(b"joined\n"), "stopped and joined"),
+            check(r4.stdout == b"quiet\n", "a later cell's output is its own: %r" % r4.stdout[:40]),
+            check(logged, "logged: %s" % logged[:1])]
+
+
+@scenario
+def session_pong(opts):
+    s = Session(session_opts(opts), verbose=opts.verbose)
+    s.wait_event("ready")
+    s.send({"op": "ping"})
+    _, pong0 = s.wait_event("pong")
+    r = s.run("import time\nx = bytearray(50 << 20)\ntime.sleep(0.5)",
+              during=lambda sess, res: sess.send({"op": "ping"}))
+    s.send({"op": "ping"})
+    _, pong1 = s.wait_event("pong")
+    s.close()
+    busy = [e for _, e in r.events if e.get("ev") == "pong"]
+    return [check(isinstance(pong0.get("memory_bytes"), int) and pong0["memory_bytes"] > 0
+                  and pong0.get("busy") is False and pong0.get("cells") == 0
+                  and pong0.get("session_started") is False, "idle pong %s" % pong0),
+            check(busy and busy[0].get("busy") is True, "pong during the run: %s" % busy[:1]),
+            check(pong1.get("cells") == 1 and pong1.get("session_started") is True
+                  and pong1["memory_bytes"] > pong0["memory_bytes"] + (40 << 20),
+                  "after the cell: %s (50 MB kept)" % pong1)]
+
+
+@scenario
+def session_isolate_false(opts):
+    s = Session(session_opts(opts, isolate=False), verbose=opts.verbose)
+    _, ready = s.wait_event("ready")
+    r1 = s.run("x = 41\nopen('/tmp/outside', 'w').write('o')\nopen('in.txt', 'w').write('i')")
+    r2 = s.run("import os\nprint(os.path.exists('/tmp/outside'), os.listdir('.'))\nx + 1")
+    got = s.op({"op": "get_file", "id": "g", "path": "in.txt"})
+    r3 = s.run("import os\nos._exit(1)")
+    _, ready3 = s.wait_event("ready")
+    r4 = s.run("import os\nprint(os.path.exists('/tmp/outside'), os.listdir('.'))")
+    s.close()
+    return [check(ready["isolation"] == "process", "isolation %s" % ready["isolation"]),
+            check(r2.done["value"] == "42" and r2.stdout == b"True ['in.txt']\n",
+                  "state and /tmp kept between cells: %r %r" % (r2.done["value"], r2.stdout)),
+            check(got.get("ok") and base64.b64decode(got["result"]["data_b64"]) == b"i", "get_file"),
+            check(r3.done["session_reset"] and r4.stdout == b"False []\n",
+                  "after the reset /tmp is clean: %r" % r4.stdout)]
 
 
 def short(done):
