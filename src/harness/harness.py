@@ -1983,6 +1983,7 @@ class Prepared:
         self.open = {}  # fd -> tag of U's pipes not yet at EOF
         self.pending = bytearray()  # request bytes not yet written to req_w
         self.counters = None
+        self.limits = None  # the session limits U was initialized with (at its first request)
 
     def fds(self):
         return [fd for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.st_r)
@@ -2558,6 +2559,8 @@ class Zygote:
         p.seq += 1
         request["seq"] = p.seq
         request["session_limits"] = self.session_limits  # used by U at its first request only
+        if not p.started:
+            p.limits = self.session_limits
         p.started = True
         p.pending += encode_json_frame(request)
         answer = None
@@ -2735,6 +2738,7 @@ class Zygote:
                "files": [{"path": path, "content_b64": f["content_b64"]}
                          for (path, _), f in zip(files, run["files"])]}
         answer = self._session_exchange(p, req, t0 + limits["timeout_s"], state, run=True)
+        limits["memory_bytes"] = narrowed_memory(p.limits, self.cfg["limits"]) or 0
         duration_ms = int((time.monotonic() - t0) * 1000)
         counters1 = read_memory_counters()
         oom = counter_delta(counters0, counters1, "oom_kill")

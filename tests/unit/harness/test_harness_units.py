@@ -940,6 +940,7 @@ class SessionModeTest(unittest.TestCase):
             self.assertEqual((ev[-1]["verdict"], ev[-1]["session_reset"], ev[-1]["exit_code"]),
                              ("memory", False, 1), ev[-1])
             self.assertIn(b"MemoryError", err)
+            self.assertIn("memory limit of %d bytes" % (64 << 20), ev[-1]["detail"])
             z.frames("ready")
         out, _, ev = z.run("small = bytearray(8 << 20)\nprint(keep)")
         self.assertEqual((out, ev[-1]["verdict"]), (b"kept\n", "ok"))
