@@ -1670,10 +1670,21 @@ def _resolve(workdir, rel, create=False):
     return os.path.join(cur, parts[-1])
 
 
-def _os_error_message(e, rel, tmpfs_bytes, fsize_bytes=None):
+def _fs_size(path, default):
+    """The size of the file system holding `path` (with isolate=false that is the container's
+    /tmp, not the configured tmpfs size)."""
+    try:
+        st = os.statvfs(path)
+        return st.f_blocks * st.f_frsize
+    except OSError:
+        return default
+
+
+def _os_error_message(e, rel, workdir, tmpfs_bytes, fsize_bytes=None):
     import errno
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return "no space left in the session's file system (%d bytes)" % tmpfs_bytes
+        return "no space left in the session's file system (%d bytes)" % _fs_size(workdir,
+                                                                                   tmpfs_bytes)
     if e.errno == errno.EFBIG:
         return "%s is larger than the file size limit%s" % (
             rel, " (%d bytes)" % fsize_bytes if fsize_bytes else "")
@@ -1707,7 +1718,7 @@ def put_files(workdir, files, tmpfs_bytes, fsize_bytes=None):
                 if fd is not None:
                     os.close(fd)
         except OSError as e:
-            raise FileOpError(_os_error_message(e, rel, tmpfs_bytes, fsize_bytes))
+            raise FileOpError(_os_error_message(e, rel, workdir, tmpfs_bytes, fsize_bytes))
 
 
 def list_files(workdir, max_entries):
