@@ -948,6 +948,39 @@ def session_isolate_false(opts):
                   "after the reset /tmp is clean: %r" % r4.stdout)]
 
 
+@scenario
+def session_timing(opts):
+    s = Session(session_opts(opts), verbose=False)
+    s.wait_event("ready")
+    totals, ops, gets = [], [], []
+    s.run("x = 0")
+    for i in range(20):
+        r = s.run("x += 1\nprint(x)")
+        totals.append(r.ms(r.t_sent, r.t_done))
+    blob = b64(b"z" * (1 << 20))
+    for i in range(10):
+        t0 = time.monotonic()
+        s.op({"op": "put_files", "id": "p%d" % i, "files": [{"path": "f.bin", "content_b64": blob}]})
+        ops.append((time.monotonic() - t0) * 1000)
+        t0 = time.monotonic()
+        s.op({"op": "get_file", "id": "g%d" % i, "path": "f.bin"})
+        gets.append((time.monotonic() - t0) * 1000)
+    t0 = time.monotonic()
+    r = s.run("import os\nos._exit(0)")
+    s.wait_event("ready")
+    reset_ms = (time.monotonic() - t0) * 1000
+    s.close()
+
+    def stats(xs):
+        xs = sorted(xs)
+        return "median %.1f ms, min %.1f, max %.1f" % (xs[len(xs) // 2], xs[0], xs[-1])
+
+    return [check(True, "session cell print(x) run -> done: " + stats(totals)),
+            check(True, "put_files 1 MiB -> reply: " + stats(ops)),
+            check(True, "get_file 1 MiB -> reply: " + stats(gets)),
+            check(r.done["session_reset"], "os._exit cell -> ready of the next U: %.0f ms" % reset_ms)]
+
+
 def short(done):
     return {k: v for k, v in (done or {}).items() if k not in ("traceback",)}
 
