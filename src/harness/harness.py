@@ -1660,7 +1660,8 @@ def _resolve(workdir, rel, create=False):
             os.mkdir(cur, 0o755)
             continue
         if stat.S_ISLNK(st.st_mode):
-            raise FileOpError("not a regular file: %s (%s is a symbolic link)"
+            raise FileOpError(("cannot write %s: %s is a symbolic link" if create else
+                               "not a regular file: %s (%s is a symbolic link)")
                               % (rel, "/".join(parts[:i + 1])))
         if not stat.S_ISDIR(st.st_mode):
             if create:
