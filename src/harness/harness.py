@@ -1696,7 +1696,6 @@ def put_files(workdir, files, tmpfs_bytes, fsize_bytes=None):
     """Writes [(rel, bytes)] under workdir, replacing existing files (a symlink is replaced, not
     followed). FileOpError on failure; a file that did not fit is removed, earlier ones stay."""
     for rel, data in files:
-        path = None
         try:
             path = _resolve(workdir, rel, create=True)
             try:
@@ -1713,7 +1712,10 @@ def put_files(workdir, files, tmpfs_bytes, fsize_bytes=None):
             except OSError:
                 os.close(fd)
                 fd = None
-                os.unlink(path)
+                try:
+                    os.unlink(path)  # a partial file would only hold the space that is lacking
+                except OSError:
+                    pass
                 raise
             finally:
                 if fd is not None:
@@ -1785,6 +1787,7 @@ class _SessionContext:
     def __init__(self):
         self.initialized = False
         self.data_limit = None  # RLIMIT_DATA (soft, hard) when the session's memory is narrowed
+        self.fsize = None  # the session's RLIMIT_FSIZE, named in a put_files error
         self.sources = CellSources()
 
 
