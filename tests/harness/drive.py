@@ -864,6 +864,28 @@ def session_memory(opts):
 
 
 @scenario
+def session_oom(opts):
+    s = Session(session_opts(opts), memory="512m", verbose=opts.verbose)
+    s.wait_event("ready")
+    s.run("x = 1")
+    r = s.run("b = bytearray(2 * 1024**3)", limits={"timeout_s": 30})
+    s.wait_event("ready")
+    r2 = s.run("import threading, time\nv = 1\n"
+               "def grow():\n    time.sleep(0.5)\n    global big\n    big = bytearray(2 * 1024**3)\n"
+               "threading.Thread(target=grow).start()")
+    _, reset = s.wait_event("session_reset", timeout=30)
+    _, ready = s.wait_event("ready", timeout=30)
+    r3 = s.run("print('alive')")
+    s.close()
+    return [check(r.verdict == "memory" and r.done["session_reset"] is True,
+                  "OOM in a cell: %s, reset %s, %s" % (r.verdict, r.done["session_reset"], r.done["detail"])),
+            check(r2.verdict == "ok", "cell starting the thread: %s" % r2.verdict),
+            check(reset.get("reason", "").startswith("out of memory: the OOM killer ended the session's process"),
+                  "OOM while idle: %r" % reset.get("reason")),
+            check(r3.stdout == b"alive\n" and r3.done["cells"] == 1, "next cell in a fresh U")]
+
+
+@scenario
 def session_idle_death(opts):
     s = Session(session_opts(opts), verbose=opts.verbose)
     s.wait_event("ready")
