@@ -1687,8 +1687,10 @@ def _os_error_message(e, rel, workdir, tmpfs_bytes, fsize_bytes=None):
         return "no space left in the session's file system (%d bytes)" % _fs_size(workdir,
                                                                                    tmpfs_bytes)
     if e.errno == errno.EFBIG:
-        return "%s is larger than the file size limit%s" % (
-            rel, " (%d bytes)" % fsize_bytes if fsize_bytes else "")
+        if fsize_bytes:
+            return "cannot write %s: it is more than the limit of %d bytes per file" % (rel,
+                                                                                     fsize_bytes)
+        return "cannot write %s: it is more than the file size limit" % rel
     return "cannot write %s: %s" % (rel, e.strerror or e)
 
 
@@ -1761,7 +1763,8 @@ def get_file(workdir, rel, max_bytes):
     finally:
         os.close(fd)
     if total > max_bytes:  # it grew meanwhile (a thread of the cell is writing it)
-        raise FileOpError("%s is more than %d bytes, the limit" % (rel, max_bytes))
+        raise FileOpError("%s is more than the limit of %d bytes (it grew while being read)"
+                          % (rel, max_bytes))
     data = b"".join(chunks)
     return {"path": rel, "size": len(data),
             "mime_type": mimetypes.guess_type(rel)[0] or "application/octet-stream",

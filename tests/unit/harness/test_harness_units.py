@@ -946,6 +946,26 @@ class SessionModeTest(unittest.TestCase):
         self.assertEqual((out, ev[-1]["verdict"]), (b"kept\n", "ok"))
         z.frames("ready")
 
+    def test_put_files_limits(self):
+        z = Zygote(self, mode="session", files_in={"max_count": 2, "max_total_bytes": 4096})
+        z.frames("ready")
+        self.op(z, op="session", id="s", limits={"fsize_bytes": 1000})
+        reply = self.op(z, op="put_files", id="p", files=[{"path": "ok", "content_b64": b64(b"x")},
+                                                          {"path": "big", "content_b64": b64(b"y" * 2000)}])
+        self.assertEqual(reply["error"], "cannot write big: it is more than the limit of 1000 bytes per file")
+        listed = self.op(z, op="list_files", id="l")["result"]["files"]
+        self.assertEqual([f["path"] for f in listed], ["ok"])  # the failed file is removed
+        reply = self.op(z, op="put_files", id="p2", files=[{"path": "a", "content_b64": b64(b"z" * 5000)}])
+        self.assertEqual(reply["error"], "input files exceed the limit of 4096 bytes in total")
+        reply = self.op(z, op="put_files", id="p3", files=[{"path": str(i), "content_b64": ""}
+                                                           for i in range(3)])
+        self.assertEqual(reply["error"], "3 input files exceed the limit of 2")
+        _, _, ev = z.run("print(1)", files=[{"path": "big", "content_b64": b64(b"y" * 2000)}])
+        self.assertEqual((ev[-1]["verdict"], ev[-1]["exit_code"], [e["ev"] for e in ev]),
+                         ("error", None, ["done"]))
+        self.assertEqual(ev[-1]["detail"], "input files could not be written: cannot write big: "
+                                           "it is more than the limit of 1000 bytes per file")
+
     def test_resets(self):
         z = Zygote(self, mode="session")
         z.frames("ready")
