@@ -319,6 +319,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
   std::optional<std::string> listen;
   std::optional<std::string> config_file;
   std::optional<std::string> log_level;
+  std::optional<std::string> instance_id;
   auto usage = [](const std::string& what) {
     return Error(ErrorCode::kInvalidArgument, what + " (see --help)");
   };
@@ -346,6 +347,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
       auto v = value("--log-level");
       if (!v.ok()) return v.error();
       log_level = *v;
+    } else if (arg == "--instance-id") {
+      auto v = value("--instance-id");
+      if (!v.ok()) return v.error();
+      instance_id = *v;
     } else {
       return usage("unknown argument \"" + arg + "\"");
     }
@@ -374,6 +379,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
     out.config = std::move(*applied);
   }
   if (log_level) out.config.log_level = *log_level;
+  if (instance_id) out.config.instance_id = *instance_id;
   if (auto it = env.find("SANDBOX_MCP_TOKEN"); it != env.end() && !it->second.empty()) {
     out.config.server.token = it->second;
   }
@@ -487,6 +493,7 @@ Status Validate(const Config& config) {
 
 std::string UsageText() {
   return R"(usage: sandbox-mcp [--listen HOST:PORT] [--stdio] [--config FILE] [--log-level LEVEL]
+                   [--instance-id ID]
 
 Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containers.
 
@@ -494,6 +501,8 @@ Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containe
   --stdio             speak MCP over stdin/stdout instead of HTTP
   --config FILE       JSON configuration (see README, "Configuration")
   --log-level LEVEL   trace, debug, info (default), warn, error, off
+  --instance-id ID    label of this server's containers (default "default"); a server
+                      starting removes the containers its instance id left behind
   --version           print the version and exit
 
 Environment: SANDBOX_MCP_TOKEN  bearer token clients must send (Authorization: Bearer ...)

@@ -109,6 +109,17 @@ TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
   EXPECT_EQ(cl->config.log_level, "debug");
   std::remove(path.c_str());
 
+  // --instance-id overrides the file, so a deployment can pin it whatever file is mounted.
+  {
+    std::ofstream out(path);
+    out << R"({"instance_id": "from-file"})";
+  }
+  auto pinned = Parse({"--config", path.c_str(), "--instance-id", "compose"});
+  ASSERT_TRUE(pinned.ok()) << pinned.error().ToString();
+  EXPECT_EQ(pinned->config.instance_id, "compose");
+  std::remove(path.c_str());
+  EXPECT_FALSE(Parse({"--instance-id"}).ok());
+
   auto missing = Parse({"--config", "/nonexistent/sandbox.json"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("/nonexistent/sandbox.json"), std::string::npos);
