@@ -11,7 +11,7 @@ DOCKER_SOCK="${DOCKER_SOCK:-/var/run/docker.sock}"
 SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
   libgtest-dev libgmock-dev libseccomp-dev python3)
-SANDBOX_ENGINE_PACKAGES=(docker.io debootstrap iptables runsc)
+SANDBOX_ENGINE_PACKAGES=(docker.io docker-compose debootstrap iptables runsc)
 
 log() { printf '[host] %s\n' "$*" >&2; }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -123,6 +124,23 @@ TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
   auto missing = Parse({"--config", "/nonexistent/sandbox.json"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("/nonexistent/sandbox.json"), std::string::npos);
+}
+
+// The files shipped for the compose deployment must stay loadable as the configuration grows.
+TEST(ConfigTest, ShippedDeploymentConfigsAreValid) {
+  const char* source_dir = std::getenv("SANDBOX_SOURCE_DIR");
+  ASSERT_NE(source_dir, nullptr) << "SANDBOX_SOURCE_DIR is not set";
+  for (const char* name : {"config.default.json", "config.example.json"}) {
+    std::string path = std::string(source_dir) + "/deploy/" + name;
+    // As compose.yaml runs it, with a token because it listens beyond loopback.
+    auto cl = Parse({"--listen", "0.0.0.0:8080", "--instance-id", "compose", "--config",
+                     path.c_str()},
+                    {{"SANDBOX_MCP_TOKEN", "0123456789abcdef"}});
+    ASSERT_TRUE(cl.ok()) << name << ": " << cl.error().ToString();
+    auto valid = Validate(cl->config);
+    EXPECT_TRUE(valid.ok()) << name << ": " << valid.error().ToString();
+    EXPECT_EQ(cl->config.instance_id, "compose");
+  }
 }
 
 TEST(ConfigTest, LoopbackDetection) {
