@@ -108,7 +108,7 @@ execute() {
 expect_print_1() {
   local out status
   out="$(execute 'print(1)' -H "Authorization: Bearer $token")"
-  status="$(head -n 1 <<<"$out")"
+  status="${out%%$'\n'*}"
   [[ "$status" == 200 ]] || fail "POST /v1/execute with the token: HTTP $status: $(tail -n +2 <<<"$out")"
   tail -n +2 <<<"$out" | python3 -c '
 import json, sys
@@ -116,10 +116,11 @@ r = json.load(sys.stdin)
 problems = [f"{k}={r.get(k)!r}, expected {v!r}"
             for k, v in (("verdict", "ok"), ("exit_code", 0), ("stdout", "1\n"))
             if r.get(k) != v]
-sys.exit("; ".join(problems))' || fail "print(1) gave an unexpected result"
+if problems:
+    sys.exit("; ".join(problems))' || fail "print(1) gave an unexpected result: $(tail -n +2 <<<"$out")"
 }
 
-healthz_ok() { curl -fsS --max-time 5 "$base_url/healthz" 2>/dev/null | grep -q '"status":"ok"'; }
+healthz_ok() { [[ "$(curl -fsS --max-time 5 "$base_url/healthz" 2>/dev/null)" == *'"status":"ok"'* ]]; }
 server_health() { docker inspect -f '{{.State.Health.Status}}' "$server" 2>/dev/null; }
 is_healthy() { [[ "$(server_health)" == healthy ]]; }
 
@@ -158,7 +159,8 @@ log "print(1) through POST /v1/execute: verdict ok, stdout \"1\\n\""
 for auth in "" "Authorization: Bearer wrong-${token}"; do
   args=()
   [[ -n "$auth" ]] && args=(-H "$auth")
-  status="$(execute 'print(1)' "${args[@]}" | head -n 1)"
+  out="$(execute 'print(1)' "${args[@]}")"
+  status="${out%%$'\n'*}"
   [[ "$status" == 401 ]] || fail "POST /v1/execute ${auth:+with a wrong token}${auth:-without a token}: HTTP $status, expected 401"
 done
 log "no token and a wrong token: 401"
@@ -171,7 +173,7 @@ read -r user ro caps nnp <<<"$(docker inspect -f \
 [[ "$ro" == true ]] || fail "server root filesystem is not read-only"
 [[ "$caps" == '["ALL"]' ]] || fail "server CapDrop is $caps"
 [[ "$nnp" == *no-new-privileges* ]] || fail "server SecurityOpt is $nnp"
-docker inspect -f '{{range .Mounts}}{{.Destination}} {{end}}' "$server" | grep -q /var/run/docker.sock ||
+[[ "$(docker inspect -f '{{range .Mounts}}{{.Destination}} {{end}}' "$server")" == *docker.sock* ]] ||
   fail "the server container has no Docker socket"
 
 # 6. The sandboxes: labelled with the instance, no Docker socket.
@@ -194,7 +196,12 @@ wait_for "the compose healthcheck reporting healthy" 300 is_healthy
 log "compose healthcheck: healthy"
 
 # 7. Crash recovery: kill the server outright; the restart policy brings it back, and the new
-# server (same instance id) has removed whatever its predecessor left before serving.
+# server (same instance id) has removed whatever its predecessor left before serving. Its own
+# sandboxes may also go by themselves (AutoRemove once their stdin closes), so a stand-in
+# leftover that never would is planted too: a created, never started container of the instance.
+leftover="$(docker create --name "$project-leftover" --network none \
+  --label io.sandbox-mcp.managed=true --label "io.sandbox-mcp.instance=$instance" \
+  --label io.sandbox-mcp.test=true sandbox-mcp-python:latest true)"
 pid="$(docker inspect -f '{{.State.Pid}}' "$server")"
 restarts="$(docker inspect -f '{{.RestartCount}}' "$server")"
 if [[ $(id -u) -eq 0 ]]; then kill -KILL "$pid"; else sudo -n kill -KILL "$pid"; fi
@@ -202,12 +209,15 @@ log "killed the server (pid $pid) with SIGKILL"
 restarted() { (($(docker inspect -f '{{.RestartCount}}' "$server") > restarts)); }
 wait_for "the server restarting" 300 restarted
 wait_for "/healthz answering ok after the restart" 300 healthz_ok
-for id in $sandboxes; do
-  ! docker inspect "$id" >/dev/null 2>&1 || fail "sandbox ${id:0:12} of the killed server is still there"
+for id in $sandboxes $leftover; do
+  ! docker inspect "$id" >/dev/null 2>&1 || fail "container ${id:0:12} of the killed server is still there"
 done
+compose logs --no-color >"$work/server.log" 2>&1
+grep -q "left by an earlier run of instance \"$instance\"" "$work/server.log" ||
+  fail "the restarted server's log does not report removing the leftovers"
 expect_print_1
 sandboxes="$(check_sandboxes)"
-log "restarted after the crash: the predecessor's sandboxes are gone, print(1) runs again"
+log "restarted after the crash: the predecessor's containers are gone, print(1) runs again"
 
 # 8. Stopping sends SIGTERM: the server removes all its containers before it exits.
 compose stop >"$work/stop.log" 2>&1 || { cat "$work/stop.log" >&2; fail "compose stop"; }
@@ -215,7 +225,8 @@ exit_code="$(docker inspect -f '{{.State.ExitCode}}' "$server")"
 [[ "$exit_code" == 0 ]] || fail "the server exited with $exit_code on SIGTERM"
 left="$(instance_containers)"
 [[ -z "$left" ]] || fail "containers of instance $instance left after stopping: $(tr '\n' ' ' <<<"$left")"
-compose logs --no-color | grep -q 'all sandbox containers removed' ||
+compose logs --no-color >"$work/server.log" 2>&1
+grep -q 'all sandbox containers removed' "$work/server.log" ||
   fail "the server's log does not report its containers removed"
 log "stopped (exit 0): every sandbox of the instance removed"
 compose down --remove-orphans >"$work/down.log" 2>&1 || { cat "$work/down.log" >&2; fail "compose down"; }
