@@ -75,7 +75,7 @@ cleanup() {
   left="$(instance_containers)"
   if [[ -n "$left" ]]; then
     log "removing containers left by instance $instance"
-    docker rm -f $left >/dev/null
+    xargs docker rm -f <<<"$left" >/dev/null
   fi
   rm -rf "$work"
   log "done, exit $status, $(($(date +%s) - t0)) s in all"

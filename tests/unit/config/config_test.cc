@@ -133,9 +133,9 @@ TEST(ConfigTest, ShippedDeploymentConfigsAreValid) {
   for (const char* name : {"config.default.json", "config.example.json"}) {
     std::string path = std::string(source_dir) + "/deploy/" + name;
     // As compose.yaml runs it, with a token because it listens beyond loopback.
-    auto cl = Parse({"--listen", "0.0.0.0:8080", "--instance-id", "compose", "--config",
-                     path.c_str()},
-                    {{"SANDBOX_MCP_TOKEN", "0123456789abcdef"}});
+    auto cl =
+        Parse({"--listen", "0.0.0.0:8080", "--instance-id", "compose", "--config", path.c_str()},
+              {{"SANDBOX_MCP_TOKEN", "0123456789abcdef"}});
     ASSERT_TRUE(cl.ok()) << name << ": " << cl.error().ToString();
     auto valid = Validate(cl->config);
     EXPECT_TRUE(valid.ok()) << name << ": " << valid.error().ToString();
