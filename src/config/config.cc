@@ -415,7 +415,8 @@ Status Validate(const Config& config) {
       return Invalid("server.tokens", "token names must be 1-64 characters");
     }
     if (name == "local") return Invalid("server.tokens.local", "\"local\" is reserved");
-    if (token.size() < 16) return Invalid("server.tokens." + name, "must be at least 16 characters");
+    if (token.size() < 16)
+      return Invalid("server.tokens." + name, "must be at least 16 characters");
     if (token == s.token) return Invalid("server.tokens." + name, "repeats server.token");
   }
   if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");

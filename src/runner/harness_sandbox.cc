@@ -25,8 +25,11 @@ constexpr auto kCancelResend = std::chrono::milliseconds(400);
 constexpr auto kCancelKill = std::chrono::milliseconds(900);
 
 json LimitsJson(const RunLimits& l) {
-  json j = {{"timeout_s", l.timeout_s},   {"output_bytes", l.output_bytes}, {"nproc", l.nproc},
-            {"nofile", l.nofile},         {"fsize_bytes", l.fsize_bytes}};
+  json j = {{"timeout_s", l.timeout_s},
+            {"output_bytes", l.output_bytes},
+            {"nproc", l.nproc},
+            {"nofile", l.nofile},
+            {"fsize_bytes", l.fsize_bytes}};
   if (l.cpu_s > 0) j["cpu_s"] = l.cpu_s;
   if (l.memory_bytes > 0) j["memory_bytes"] = l.memory_bytes;
   return j;
@@ -143,7 +146,7 @@ Status HarnessSandbox::Boot(Deadline deadline) {
   const auto& out = setup_.output;
   json config = {
       {"op", "config"},
-      {"mode", setup_.session                         ? "session"
+      {"mode", setup_.session                          ? "session"
                : pool.mode == config::PoolMode::kFresh ? "fresh"
                                                        : "recycle"},
       {"op_timeout_s", static_cast<double>(setup_.op_timeout.count()) / 1000.0},
@@ -165,8 +168,9 @@ Status HarnessSandbox::Boot(Deadline deadline) {
   while (true) {
     auto frame = NextFrame(deadline);
     if (!frame.ok()) {
-      return frame.error().WithContext("waiting for the harness to become ready" +
-                                       (StderrTail().empty() ? "" : " (harness: " + StderrTail() + ")"));
+      return frame.error().WithContext(
+          "waiting for the harness to become ready" +
+          (StderrTail().empty() ? "" : " (harness: " + StderrTail() + ")"));
     }
     if (!frame->has_value()) {
       return Error(ErrorCode::kInternal,
@@ -185,14 +189,16 @@ Status HarnessSandbox::Boot(Deadline deadline) {
       return OkStatus();
     }
     if (ev == "fatal") {
-      return Error(ErrorCode::kInternal, "the harness failed to start: " +
-                                             JsonString(msg, "message") + "; stderr: " + StderrTail());
+      return Error(ErrorCode::kInternal,
+                   "the harness failed to start: " + JsonString(msg, "message") +
+                       "; stderr: " + StderrTail());
     }
   }
 }
 
 Status HarnessSandbox::SendJson(const json& message, Deadline deadline) {
-  auto frame = EncodeFrame(FrameKind::kJson, message.dump(-1, ' ', false, json::error_handler_t::replace));
+  auto frame =
+      EncodeFrame(FrameKind::kJson, message.dump(-1, ' ', false, json::error_handler_t::replace));
   std::lock_guard lock(write_mu_);
   return stream_->Write(frame, deadline);
 }
@@ -248,7 +254,8 @@ bool HarnessSandbox::NoteIdleMessage(json& msg) {
     // The interpreter died between calls; the harness has already prepared a fresh one.
     session_notice_ = "the session was restarted empty since the last call (" +
                       JsonString(msg, "reason") + "); variables and files are gone";
-    if (logger_) logger_->info("sandbox {}: session restarted: {}", Name(), JsonString(msg, "reason"));
+    if (logger_)
+      logger_->info("sandbox {}: session restarted: {}", Name(), JsonString(msg, "reason"));
     return true;
   }
   return false;
@@ -366,14 +373,19 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   for (const auto& f : files) {
     file_list.push_back({{"path", f.path}, {"content_b64", Base64Encode(f.content)}});
   }
-  json op = {{"op", "run"}, {"id", run_id}, {"code", code}, {"files", file_list},
+  json op = {{"op", "run"},
+             {"id", run_id},
+             {"code", code},
+             {"files", file_list},
              {"limits", LimitsJson(limits)}};
   const auto start = Clock::now();
-  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(limits.timeout_s * 1000)));
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(limits.timeout_s * 1000)));
   const Deadline hard_deadline = start + timeout + setup_.run_grace;
   if (auto sent = SendJson(op, docker::DeadlineAfter(std::chrono::seconds(30))); !sent.ok()) {
     MarkBroken("run could not be sent: " + sent.error().ToString());
-    return fail(exec::Verdict::kInternal, "the sandbox did not accept the run: " + sent.error().message());
+    return fail(exec::Verdict::kInternal,
+                "the sandbox did not accept the run: " + sent.error().message());
   }
 
   auto link = std::make_shared<CancelLink>();
@@ -408,7 +420,8 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       if (!resent_cancel && now - fired_at > kCancelResend) {
         // The first cancel may have crossed the run op before the harness started the run.
         resent_cancel = true;
-        (void)SendJson(json{{"op", "cancel"}, {"id", run_id}}, docker::DeadlineAfter(std::chrono::seconds(1)));
+        (void)SendJson(json{{"op", "cancel"}, {"id", run_id}},
+                       docker::DeadlineAfter(std::chrono::seconds(1)));
       } else if (now - fired_at > kCancelKill) {
         container_.Kill();
         MarkBroken("the harness did not answer a cancel");
@@ -418,13 +431,15 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
     if (now >= hard_deadline) {
       container_.Kill();
       MarkBroken("the harness did not end a run at its deadline");
-      return fail(exec::Verdict::kTimeout, "the run exceeded its time limit and the sandbox was killed");
+      return fail(exec::Verdict::kTimeout,
+                  "the run exceeded its time limit and the sandbox was killed");
     }
     auto frame = NextFrame(std::min(hard_deadline, now + kPollSlice));
     if (!frame.ok()) {
       if (frame.error().code() == ErrorCode::kTimeout) continue;
       MarkBroken("stream failed: " + frame.error().ToString());
-      return fail(exec::Verdict::kInternal, "lost the sandbox during the run: " + frame.error().message());
+      return fail(exec::Verdict::kInternal,
+                  "lost the sandbox during the run: " + frame.error().message());
     }
     if (!frame->has_value()) {
       MarkBroken("the sandbox exited during a run");
@@ -487,19 +502,24 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       ++run_count_;
       if (setup_.pool.mode == config::PoolMode::kFresh && !setup_.session) used_up_ = true;
       result.session_reset = msg.value("session_reset", false);
-      result.verdict = exec::ParseVerdict(JsonString(msg, "verdict")).value_or(exec::Verdict::kInternal);
+      result.verdict =
+          exec::ParseVerdict(JsonString(msg, "verdict")).value_or(exec::Verdict::kInternal);
       result.exit_code = static_cast<int>(JsonInt(msg, "exit_code").value_or(-1));
       if (auto sig = JsonInt(msg, "signal")) result.signal = static_cast<int>(*sig);
-      result.duration_ms = JsonInt(msg, "duration_ms").value_or(
-          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
-      if (auto v = msg.find("value"); v != msg.end() && v->is_string()) result.value = v->get<std::string>();
+      result.duration_ms =
+          JsonInt(msg, "duration_ms")
+              .value_or(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)
+                            .count());
+      if (auto v = msg.find("value"); v != msg.end() && v->is_string())
+        result.value = v->get<std::string>();
       if (auto tb = msg.find("traceback"); tb != msg.end() && tb->is_object()) {
         result.traceback = ParseTraceback(*tb);
       }
       result.output_truncated = msg.value("output_truncated", false);
       result.files_truncated = msg.value("files_truncated", false);
       result.detail = JsonString(msg, "detail");
-      if (result.verdict == exec::Verdict::kInternal) MarkBroken("internal verdict: " + result.detail);
+      if (result.verdict == exec::Verdict::kInternal)
+        MarkBroken("internal verdict: " + result.detail);
       return result;
     }
   }

@@ -56,7 +56,8 @@ exec::SessionFile ParseFileEntry(const json& j) {
   f.path = JsonStr(j, "path");
   f.size = JsonI64(j, "size");
   f.mime_type = JsonStr(j, "mime_type");
-  if (auto it = j.find("mtime"); it != j.end() && it->is_number()) f.mtime_unix_s = it->get<double>();
+  if (auto it = j.find("mtime"); it != j.end() && it->is_number())
+    f.mtime_unix_s = it->get<double>();
   return f;
 }
 
@@ -87,7 +88,7 @@ struct SessionManager::Session {
   int runs = 0;
   int restarts = 0;
   std::optional<std::int64_t> memory_bytes;
-  std::string pending_notice;  // a restart to report with the next run
+  std::string pending_notice;                      // a restart to report with the next run
   std::shared_ptr<exec::CancelToken> close_token;  // of the call in progress
 
   runner::HarnessSandbox* sandbox() const {
@@ -173,10 +174,12 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     po.min_idle = pc.name == config.default_pool ? std::min(config.sessions.warm, po.max_total) : 0;
     po.max_concurrent_starts = std::min(pc.max_concurrent_starts, po.max_total);
     // Creating a session may wait for a cold start (imports and a warm-up plot: seconds).
-    po.acquire_timeout = std::max<std::chrono::milliseconds>(pc.acquire_timeout, std::chrono::seconds(60));
+    po.acquire_timeout =
+        std::max<std::chrono::milliseconds>(pc.acquire_timeout, std::chrono::seconds(60));
     PoolEntry entry;
     entry.config = &pc;
-    entry.factory = std::make_unique<HarnessSandboxFactory>(client, std::move(setup), manager->logger_);
+    entry.factory =
+        std::make_unique<HarnessSandboxFactory>(client, std::move(setup), manager->logger_);
     entry.pool = std::make_unique<pool::WarmPool>(po, *entry.factory, manager->logger_);
     manager->pools_.emplace(pc.name, std::move(entry));
   }
@@ -224,11 +227,12 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Find(const std:
   auto it = sessions_.find(id);
   // A foreign session looks exactly like a missing one: ids cannot be probed across tokens.
   if (it == sessions_.end() || it->second->principal != principal) {
-    return Error(ErrorCode::kNotFound,
-                 "no session \"" + id + "\": it never existed, was closed, or ended (sessions end after " +
-                     std::to_string(config_.sessions.idle_timeout.count()) + " s without a call or " +
-                     std::to_string(config_.sessions.max_lifetime.count()) +
-                     " s after creation); create a new one with session_create");
+    return Error(
+        ErrorCode::kNotFound,
+        "no session \"" + id + "\": it never existed, was closed, or ended (sessions end after " +
+            std::to_string(config_.sessions.idle_timeout.count()) + " s without a call or " +
+            std::to_string(config_.sessions.max_lifetime.count()) +
+            " s after creation); create a new one with session_create");
   }
   return it->second;
 }
@@ -517,8 +521,9 @@ Result<exec::RunResult> SessionManager::Run(const std::string& principal,
     std::lock_guard state(s->state_mu);
     ++s->runs;
     if (restarted) ++s->restarts;
-    if (s->closed) result.detail += result.detail.empty() ? "the session was closed during the run"
-                                                          : "; the session was closed during the run";
+    if (s->closed)
+      result.detail += result.detail.empty() ? "the session was closed during the run"
+                                             : "; the session was closed during the run";
   }
   if (restarted) {
     std::lock_guard lock(mu_);
@@ -538,10 +543,10 @@ Result<std::vector<exec::SessionFile>> SessionManager::PutFiles(
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto size = static_cast<std::int64_t>(files[i].content.size());
     if (size > config_.sessions.max_file_bytes) {
-      return Error(ErrorCode::kLimit, "files[" + std::to_string(i) + "] (" + files[i].path + ") is " +
-                                          std::to_string(size) + " bytes, more than the limit of " +
-                                          std::to_string(config_.sessions.max_file_bytes) +
-                                          " bytes per file");
+      return Error(ErrorCode::kLimit,
+                   "files[" + std::to_string(i) + "] (" + files[i].path + ") is " +
+                       std::to_string(size) + " bytes, more than the limit of " +
+                       std::to_string(config_.sessions.max_file_bytes) + " bytes per file");
     }
     total += size;
   }
@@ -600,8 +605,8 @@ Result<exec::OutputFile> SessionManager::GetFile(const std::string& principal,
   if (auto checked = service_.ResolveRequest(probe); !checked.ok()) {
     return Invalid("path" + checked.error().message().substr(checked.error().message().find(':')));
   }
-  auto reply =
-      Op(s, json{{"op", "get_file"}, {"path", path}, {"max_bytes", config_.sessions.max_file_bytes}});
+  auto reply = Op(
+      s, json{{"op", "get_file"}, {"path", path}, {"max_bytes", config_.sessions.max_file_bytes}});
   if (!reply.ok()) return reply.error();
   auto data = Base64Decode(JsonStr(*reply, "data_b64"));
   if (!data.ok()) return Error(ErrorCode::kProtocol, "the sandbox sent a file that is not base64");

@@ -45,14 +45,15 @@ struct SessionInfo {
   std::string pool;  // the pool it was created from
   std::int64_t created_unix_ms = 0;
   std::int64_t age_ms = 0;
-  std::int64_t idle_ms = 0;       // since the last call on it ended (0 while busy)
-  std::int64_t expires_in_ms = 0;  // until the idle timeout or the lifetime ends it, first of the two
-  bool busy = false;               // a call is running in it now
-  int runs = 0;                    // runs served since creation, across restarts
-  int restarts = 0;                // times it was restarted empty
+  std::int64_t idle_ms = 0;  // since the last call on it ended (0 while busy)
+  std::int64_t expires_in_ms =
+      0;              // until the idle timeout or the lifetime ends it, first of the two
+  bool busy = false;  // a call is running in it now
+  int runs = 0;       // runs served since creation, across restarts
+  int restarts = 0;   // times it was restarted empty
   std::optional<std::int64_t> memory_bytes;  // the container's memory use; unset if unknown
   std::int64_t memory_limit_bytes = 0;
-  double timeout_s = 0;         // default wall time of one run
+  double timeout_s = 0;           // default wall time of one run
   std::int64_t output_bytes = 0;  // default output limit of one run
 };
 

@@ -60,9 +60,9 @@ class SessionManager final : public exec::SessionService {
   Result<exec::RunResult> Run(const std::string& principal, const std::string& session_id,
                               const exec::RunRequest& request, exec::RunObserver& observer,
                               const exec::CancelToken& cancel) override;
-  Result<std::vector<exec::SessionFile>> PutFiles(const std::string& principal,
-                                                  const std::string& session_id,
-                                                  const std::vector<exec::InputFile>& files) override;
+  Result<std::vector<exec::SessionFile>> PutFiles(
+      const std::string& principal, const std::string& session_id,
+      const std::vector<exec::InputFile>& files) override;
   Result<exec::SessionFileList> ListFiles(const std::string& principal,
                                           const std::string& session_id) override;
   Result<exec::OutputFile> GetFile(const std::string& principal, const std::string& session_id,

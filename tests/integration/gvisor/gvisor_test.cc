@@ -14,8 +14,8 @@
 namespace sandbox::service {
 namespace {
 
-using ::testing::HasSubstr;
 using sandbox::testing::Engine;
+using ::testing::HasSubstr;
 
 class NullObserver final : public exec::RunObserver {};
 
@@ -78,17 +78,18 @@ TEST_P(GvisorTest, VerdictsHoldUnderGvisor) {
   auto slow = Run("while True:\n    pass", quick);
   EXPECT_EQ(slow.verdict, exec::Verdict::kTimeout) << slow.detail;
 
-  auto net = Run(
-      "import socket\n"
-      "try:\n"
-      "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
-      "    print('connected')\n"
-      "except OSError as e:\n"
-      "    print('blocked')\n");
+  auto net =
+      Run("import socket\n"
+          "try:\n"
+          "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+          "    print('connected')\n"
+          "except OSError as e:\n"
+          "    print('blocked')\n");
   EXPECT_EQ(net.stdout_text, "blocked\n") << net.stderr_text;
 
-  auto plot = Run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n"
-                  "open('out.txt', 'w').write('x')");
+  auto plot =
+      Run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n"
+          "open('out.txt', 'w').write('x')");
   EXPECT_EQ(plot.verdict, exec::Verdict::kOk) << plot.detail << plot.stderr_text;
   EXPECT_EQ(plot.images.size(), 1U);
   ASSERT_EQ(plot.files.size(), 1U);

@@ -15,8 +15,8 @@
 namespace sandbox::service {
 namespace {
 
-using ::testing::HasSubstr;
 using sandbox::testing::Engine;
+using ::testing::HasSubstr;
 
 class NullObserver final : public exec::RunObserver {};
 
@@ -62,8 +62,7 @@ class SessionTest : public ::testing::Test {
     EXPECT_EQ(*left, 0) << "sessions left containers behind";
   }
 
-  std::string NewSession(const std::string& principal = "alice",
-                         exec::LimitOverrides limits = {}) {
+  std::string NewSession(const std::string& principal = "alice", exec::LimitOverrides limits = {}) {
     exec::SessionCreateRequest request;
     request.limits = limits;
     auto info = sessions_->Create(principal, request);
@@ -150,7 +149,8 @@ TEST_F(SessionTest, FilesGoInComeOutAndAreListed) {
   EXPECT_EQ((*put)[0].path, "data/input.csv");
   EXPECT_EQ((*put)[0].size, 12);
 
-  auto r1 = Run(id, "import pandas as pd\ndf = pd.read_csv('data/input.csv')\nprint(int(df['b'].sum()))");
+  auto r1 =
+      Run(id, "import pandas as pd\ndf = pd.read_csv('data/input.csv')\nprint(int(df['b'].sum()))");
   ASSERT_EQ(r1.verdict, exec::Verdict::kOk) << r1.detail << r1.stderr_text;
   EXPECT_EQ(r1.stdout_text, "6\n");
   EXPECT_TRUE(r1.files.empty()) << "an uploaded file the cell did not change is not returned";
@@ -335,8 +335,8 @@ class ExpiringSessionTest : public SessionTest {
 TEST_F(ExpiringSessionTest, IdleSessionsEndAndTheirContainersGo) {
   Build();
   auto id = NewSession();
-  ASSERT_TRUE(Eventually([&] { return !sessions_->Get("alice", id).ok(); },
-                         std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      Eventually([&] { return !sessions_->Get("alice", id).ok(); }, std::chrono::seconds(30)));
   auto err = sessions_->Get("alice", id).error();
   EXPECT_EQ(err.code(), ErrorCode::kNotFound);
   EXPECT_THAT(err.message(), HasSubstr("session_create"));
