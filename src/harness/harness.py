@@ -894,6 +894,8 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
+CLONE_VM = 0x00000100
+CLONE_FILES = 0x00000400
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
@@ -904,6 +906,10 @@ MS_NOEXEC = 8
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+SLEEPER_STACK = 64 << 10  # plenty for glibc's pause()
+_SLEEPER_STACKS = []
 
 
 class _CapHeader(ctypes.Structure):
@@ -931,6 +937,8 @@ class Kernel:
         libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                                ctypes.c_char_p]
         libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        libc.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        libc.clone.restype = ctypes.c_int
         self.libc = libc
 
     @staticmethod
@@ -965,6 +973,23 @@ class Kernel:
         hdr = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
         data = (_CapData * 2)()
         self._check(self.libc.capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
+
+    def spawn_sleeper(self):
+        """A child that shares this process's memory and descriptor table and does nothing but
+        sleep in pause() (C code: it never runs Python, so sharing the interpreter's memory is
+        safe). It is the run's init: copying the page tables of the preloaded address space
+        for a Python init, and tearing them down again, cost a few ms of CPU per run. The
+        caller sets its signal dispositions first (none may run a handler; SIGCHLD ignored,
+        so the kernel reaps the orphans it inherits). Returns its pid."""
+        stack = ctypes.create_string_buffer(SLEEPER_STACK)
+        _SLEEPER_STACKS.append(stack)  # pause() sits on it until the child dies: never freed
+        top = (ctypes.addressof(stack) + SLEEPER_STACK - 64) & ~15
+        pid = self.libc.clone(ctypes.cast(self.libc.pause, ctypes.c_void_p), top,
+                              CLONE_VM | CLONE_FILES | signal.SIGCHLD, None)
+        if pid < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "clone: %s" % os.strerror(err))
+        return pid
 
     def install_seccomp(self, bpf):
         buf = ctypes.create_string_buffer(bpf, len(bpf))
@@ -1070,7 +1095,8 @@ def _send_record(fd, obj):
 
 
 def _intermediate(spec):
-    """I: isolates (namespaces, mounts, caps), forks the init G, reports G's pid and fate."""
+    """I: isolates (namespaces, mounts, caps), creates the init G and the run process U, reports
+    G's pid and the fates of U and G."""
     st_w = spec.st_w
     try:
         k = spec.kernel
@@ -1090,14 +1116,30 @@ def _intermediate(spec):
         k.drop_capabilities()
         k.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
         k.prctl(PR_SET_DUMPABLE, 0, what="PR_SET_DUMPABLE")
-        gpid = os.fork()
-        if gpid == 0:
-            _init(spec)
+        if not spec.isolate:
+            gpid = os.fork()
+            if gpid == 0:
+                _init(spec)
+            _send_record(st_w, {"t": "pid", "pid": gpid})
+            for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
+                os.close(fd)
+            _, status = os.waitpid(gpid, 0)
+            _send_record(st_w, {"t": "gstatus", "status": status})
+            os._exit(0)
+        # With a PID namespace: the first child is PID 1 (G, the sleeping init), the second
+        # PID 2 (U, forked from I: one copy of the zygote's address space per run, not two).
+        gpid = _spawn_init(k)
         _send_record(st_w, {"t": "pid", "pid": gpid})
+        try:
+            upid = os.fork()
+        except BaseException:  # noqa: B902
+            os.kill(gpid, signal.SIGKILL)
+            raise
+        if upid == 0:
+            _run_process(spec)
         for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
             os.close(fd)
-        _, status = os.waitpid(gpid, 0)
-        _send_record(st_w, {"t": "gstatus", "status": status})
+        _reap_run(st_w, gpid, upid)
         os._exit(0)
     except BaseException as e:  # noqa: B902 - report anything, then die
         try:
@@ -1105,6 +1147,51 @@ def _intermediate(spec):
         except BaseException:  # noqa: B902
             pass
         os._exit(1)
+
+
+def _spawn_init(k):
+    """G: PID 1 of the run's namespace, a sleeper (Kernel.spawn_sleeper). It inherits I's
+    signal dispositions: no handler (the kernel drops every signal without one that a process
+    of the namespace sends its init, so nothing in the run can stop it or make it run code)
+    and SIGCHLD ignored (orphans of the run are reaped by the kernel). I's own are restored."""
+    saved = {}
+    for sig in signal.valid_signals():
+        try:
+            h = signal.getsignal(sig)
+        except (OSError, ValueError):
+            continue
+        if sig == signal.SIGCHLD or callable(h):
+            saved[sig] = h
+            signal.signal(sig, signal.SIG_IGN if sig == signal.SIGCHLD else signal.SIG_DFL)
+    try:
+        return k.spawn_sleeper()
+    finally:
+        for sig, h in saved.items():
+            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+
+
+def _reap_run(st_w, gpid, upid):
+    """I, after forking G and U: reports U's status (with its rusage), ends the namespace when
+    U has ended, and reports G's status."""
+    left = {gpid, upid}
+    while left:
+        try:
+            pid, status, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == upid:
+            rec = {"t": "ustatus", "status": status,
+                   "cpu_ms": int((usage.ru_utime + usage.ru_stime) * 1000),
+                   "max_rss_kb": int(usage.ru_maxrss)}
+            _send_record(st_w, rec)
+            # The run ends with U: the init's death takes the rest of the namespace with it.
+            try:
+                os.kill(gpid, signal.SIGKILL)
+            except OSError:
+                pass
+        elif pid == gpid:
+            _send_record(st_w, {"t": "gstatus", "status": status})
+        left.discard(pid)
 
 
 def _isolate(spec):
@@ -1144,8 +1231,8 @@ def _seed_tmp(spec):
 
 
 def _init(spec):
-    """G: PID 1 of the run's namespace. Forks the run process U, reaps, reports U's status.
-    When G exits the kernel kills whatever is left in the namespace."""
+    """G without namespaces (isolate=false): leads the run's process group, forks the run
+    process U, reaps, reports U's status."""
     try:
         spec.kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if not spec.isolate:

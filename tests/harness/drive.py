@@ -130,7 +130,7 @@ class Session:
                                      stderr=subprocess.PIPE)
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
-        with open(HARNESS, "rb") as f:
+        with open(getattr(opts, "harness", None) or HARNESS, "rb") as f:
             src = f.read()
         cfg = {"op": "config", "mode": opts.mode, "isolate": opts.isolate,
                "seccomp_bpf": None if opts.no_run_seccomp else dev_bpf()}
@@ -1025,6 +1025,8 @@ def main():
     ap.add_argument("--container-seccomp", default=POLICY if os.path.exists(POLICY) else "unconfined")
     ap.add_argument("--no-run-seccomp", action="store_true")
     ap.add_argument("--docker-arg", action="append", help="extra docker run argument")
+    ap.add_argument("--harness", default=HARNESS,
+                    help="harness source to run (e.g. an older copy, to compare timings)")
     opts = ap.parse_args()
     opts.isolate = {"true": True, "false": False, "auto": "auto"}[opts.isolate]
     if opts.list:
