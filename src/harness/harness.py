@@ -25,6 +25,7 @@ import base64
 import binascii
 import ctypes
 import fcntl
+import gc
 import hashlib
 import io
 import json
@@ -2198,6 +2199,11 @@ class Zygote:
             self.tmp_keep = set(os.listdir("/tmp"))
         except OSError:
             self.tmp_keep = set()
+        # Everything preloaded goes to the collector's permanent generation: a full collection
+        # in a run (any cell allocating some 10^5 objects triggers one) would otherwise write
+        # to the header of every preloaded object and so copy most of the zygote's heap.
+        gc.collect()
+        gc.freeze()
 
     def _snapshot_mpl_config(self):
         """matplotlib's cache dir lives on /tmp (MPLCONFIGDIR): runs get a copy in their /tmp."""
