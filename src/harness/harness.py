@@ -1298,6 +1298,14 @@ def _run_process(spec):
                 os.close(fd)
             except OSError:
                 pass
+        if spec.isolate:
+            # A sleeper sharing this address space keeps it alive past our exit: the exit is then
+            # quick, I reports our status at once, and the teardown of the address space (some
+            # ms of CPU) happens when I ends the namespace, after `done` has gone out.
+            try:
+                spec.kernel.spawn_sleeper()
+            except BaseException:  # noqa: B902 - e.g. RLIMIT_NPROC: then the exit is just slower
+                pass
         os._exit(code)
 
 
