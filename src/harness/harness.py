@@ -2128,6 +2128,24 @@ class RunState:
         self.corrupt = None
 
 
+OUTPUT_CHUNK = 1 << 16
+
+
+def read_output(fd):
+    """A read of a run's stdout or stderr pipe, plus whatever is already waiting behind it (no
+    waiting for more): print() alone makes two writes, and each read becomes one frame."""
+    data = os.read(fd, OUTPUT_CHUNK)
+    while data and len(data) < OUTPUT_CHUNK:
+        n = pipe_available(fd)
+        if n <= 0:
+            break
+        more = os.read(fd, min(n, OUTPUT_CHUNK - len(data)))
+        if not more:
+            break
+        data += more
+    return data
+
+
 def pipe_available(fd):
     """Bytes waiting in a pipe (FIONREAD), 0 if unknown."""
     buf = array.array("i", [0])
@@ -2550,7 +2568,7 @@ class Zygote:
                             self.exit_requested = True
                         self._handle_control(state, p, self.chan.queue)
                     elif tag in ("out", "err"):
-                        data = os.read(key.fd, 1 << 16)
+                        data = read_output(key.fd)
                         if not data:
                             sel.unregister(key.fd)
                             pipes_open -= 1
@@ -2736,7 +2754,8 @@ class Zygote:
                             self.exit_requested = True
                         self._session_control(state, p, run)
                     else:
-                        data = os.read(key.fd, 1 << 16)
+                        data = read_output(key.fd) if tag in ("out", "err") else \
+                            os.read(key.fd, 1 << 16)
                         if not data:
                             sel.unregister(key.fd)
                             del p.open[key.fd]

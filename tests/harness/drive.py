@@ -230,8 +230,10 @@ class Session:
                 raise RuntimeError("harness exited during run: %s" % self.exit_info())
             if kind == "1":
                 res.stdout += obj
+                res.out_frames += 1
             elif kind == "2":
                 res.stderr += obj
+                res.out_frames += 1
             elif kind == "J":
                 res.events.append((t, obj))
                 ev = obj.get("ev")
@@ -290,6 +292,7 @@ class RunResult:
         self.images = []
         self.files = []
         self.pongs = []
+        self.out_frames = 0
         self.done = None
         self.t_sent = self.t_started = self.t_done = None
 
