@@ -465,6 +465,41 @@ def leftovers(opts):
 
 
 @scenario
+def init_reaps_and_ignores(opts):
+    """The run's init (PID 1, a sleeper sharing I's memory) reaps orphans and cannot be signalled
+    from inside the run."""
+    s = Session(opts, verbose=opts.verbose)
+    s.wait_event("ready")
+    r = s.run("import os, signal, time\n"
+              "for i in range(150):\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:\n"
+              "        if os.fork() == 0:\n"
+              "            os._exit(0)\n"
+              "        os._exit(0)\n"
+              "    os.waitpid(pid, 0)\n"
+              "time.sleep(0.2)\n"
+              "zombies = 0\n"
+              "for p in os.listdir('/proc'):\n"
+              "    if p.isdigit():\n"
+              "        try:\n"
+              "            zombies += open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] == 'Z'\n"
+              "        except OSError:\n"
+              "            pass\n"
+              "for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGSTOP, signal.SIGKILL):\n"
+              "    os.kill(1, sig)\n"
+              "time.sleep(0.1)\n"
+              "print('zombies', zombies, 'alive', os.getpid())",
+              limits={"nproc": 32})
+    r2 = s.run("print(2)")
+    s.close()
+    return [check(r.verdict == "ok" and r.stdout == b"zombies 0 alive 2\n",
+                  "150 orphans reaped, PID 1 survives signals: %s %r %r"
+                  % (r.verdict, r.stdout, r.stderr[-300:])),
+            check(r2.verdict == "ok" and r2.stdout == b"2\n", "next run ok")]
+
+
+@scenario
 def cancel_and_ping(opts):
     s = Session(opts, verbose=opts.verbose)
     s.wait_event("ready")

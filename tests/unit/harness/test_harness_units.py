@@ -644,6 +644,69 @@ class ImportTest(unittest.TestCase):
             ast.parse(f.read(), feature_version=(3, 8))
 
 
+def _proc_status(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+
+
+class SleeperInitTest(unittest.TestCase):
+    """The run's init: a CLONE_VM child sleeping in pause(), with no signal handler and SIGCHLD
+    ignored; I reaps U and G and reports both."""
+
+    def test_sleeper_dispositions_and_kill(self):
+        k = h.Kernel()
+        int_before = signal.getsignal(signal.SIGINT)
+        pid = h._spawn_init(k)
+        try:
+            # I's own dispositions are restored at once
+            self.assertIs(signal.getsignal(signal.SIGINT), int_before)
+            self.assertEqual(signal.getsignal(signal.SIGCHLD), signal.SIG_DFL)
+            for _ in range(200):
+                st = _proc_status(pid)
+                if st["State"].startswith("S"):
+                    break
+                time.sleep(0.01)
+            self.assertTrue(st["State"].startswith("S"), st["State"])
+            ign, cgt = int(st["SigIgn"], 16), int(st["SigCgt"], 16)
+            self.assertTrue(ign & (1 << (signal.SIGCHLD - 1)), "SIGCHLD not ignored")
+            self.assertFalse(cgt & (1 << (signal.SIGINT - 1)), "a SIGINT handler")
+            self.assertEqual(cgt & ((1 << 31) - 1), 0, "handlers for standard signals")
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, killed(signal.SIGKILL))
+
+    def test_reap_run_reports_u_then_g(self):
+        r, w = os.pipe()
+        helper = os.fork()
+        if helper == 0:  # plays I: sleeper G, U exiting 3, then the reaping loop
+            try:
+                os.close(r)
+                gpid = h._spawn_init(h.Kernel())
+                upid = os.fork()
+                if upid == 0:
+                    os._exit(3)
+                h._reap_run(w, gpid, upid)
+            finally:
+                os._exit(0)
+        os.close(w)
+        data = b""
+        while True:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            data += chunk
+        os.close(r)
+        os.waitpid(helper, 0)
+        dec = h.FrameDecoder()
+        dec.feed(data)
+        recs = [json.loads(payload) for _, payload in dec.frames()]
+        self.assertEqual([x["t"] for x in recs], ["ustatus", "gstatus"])
+        self.assertEqual(recs[0]["status"], exited(3))
+        self.assertIn("cpu_ms", recs[0])
+        self.assertEqual(recs[1]["status"], killed(signal.SIGKILL))  # U's end ended G
+
+
 BOOT = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"
         "exec(compile(b.read(n),'<harness>','exec'))")
 
@@ -1040,7 +1103,9 @@ class SessionModeTest(unittest.TestCase):
         z.frames("ready")
         self.op(z, op="put_files", id="p", files=[{"path": "a.txt", "content_b64": b64(b"abc")}])
         # The cell reaches the harness's globals in its own process and forges answers.
-        z.run("import gc\nH = [d for d in gc.get_objects() if isinstance(d, dict) and 'check_reply' in d][0]\n"
+        # (through the stack: the harness's objects are frozen, so gc.get_objects() omits them)
+        z.run("import sys\nf = sys._getframe()\nwhile 'check_reply' not in f.f_globals:\n    f = f.f_back\n"
+              "H = f.f_globals\n"
               "H['list_files'] = lambda w, n: ([{'path': 'p', 'size': -5, 'mime_type': 'x', 'mtime': 1}], False)\n"
               "H['get_file'] = lambda w, r, m: {'path': r, 'size': 1, 'mime_type': 'x', 'data_b64': 'QUJD' * (1 << 20)}\n"
               "x = 'alive'")
