@@ -7,11 +7,12 @@ the harness speaks length-prefixed frames on the container's stdin/stdout.
 Process tree of one run (``isolate`` mode; see the protocol doc, "Isolation"):
 
     zygote (Z)          preloaded interpreter, non-dumpable, owns the control channel
-     └─ intermediate (I)  unshare(user|mount|pid|ipc), maps, private tmpfs /tmp, caps dropped
-         └─ init (G)        PID 1 of the run's PID namespace: reaps, reports the run's status
-             └─ run (U)       PID 2: waits for the request, then rlimits, seccomp, user code
+     └─ intermediate (I)  unshare(user|mount|pid|ipc), maps, private tmpfs /tmp, caps dropped;
+         │                reaps U and G and reports their status
+         ├─ init (G)        PID 1 of the run's PID namespace: shares I's memory, sleeps in pause()
+         └─ run (U)         PID 2: waits for the request, then rlimits, seccomp, user code
 
-I, G and U are forked AHEAD of the request; a request only has to cross a pipe. In ``session``
+I, G and U are created AHEAD of the request; a request only has to cross a pipe. In ``session``
 mode U stays alive across runs (one persistent ``__main__``) and also serves file operations.
 
 Standard library and ctypes only; Python >= 3.8. Importing this module has no side effects (the
