@@ -31,6 +31,30 @@ ApiError FromEngineError(const Error& error, int retry_after_s) {
   return out;
 }
 
+ApiError FromSessionError(const Error& error, int retry_after_s, int limit_status) {
+  ApiError out;
+  out.message = error.message();
+  switch (error.code()) {
+    case ErrorCode::kNotFound:
+      out.status = 404;
+      break;
+    case ErrorCode::kLimit:
+      out.status = limit_status;
+      break;
+    case ErrorCode::kConflict:
+      out.status = 409;
+      break;
+    case ErrorCode::kBusy:
+      out.status = 503;
+      out.retry_after_s = retry_after_s;
+      out.message = "busy, try again shortly: " + error.message();
+      break;
+    default:
+      return FromEngineError(error, retry_after_s);
+  }
+  return out;
+}
+
 std::string FieldOfMessage(const std::string& message) {
   if (message.rfind("unknown pool", 0) == 0) return "pool";
   const auto colon = message.find(':');

@@ -1,10 +1,12 @@
 #include "sandbox/api/execute.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
-#include "sandbox/core/utf8.h"
 #include "sandbox/core/base64.h"
+#include "sandbox/core/utf8.h"
 
 namespace sandbox::api {
 namespace {
@@ -21,11 +23,81 @@ ApiError Refuse(std::string field, std::string message, int status = 400) {
 
 std::string TypeName(const json& value) { return value.type_name(); }
 
+// A positive number of seconds into `out`.
+std::optional<ApiError> ReadTimeout(const json& value, std::optional<double>& out) {
+  if (!value.is_number()) {
+    return Refuse("timeout_s", "timeout_s: expected a number, got " + TypeName(value));
+  }
+  const double timeout = value.get<double>();
+  if (!std::isfinite(timeout) || timeout <= 0) {
+    return Refuse("timeout_s", "timeout_s: expected a positive number of seconds");
+  }
+  out = timeout;
+  return std::nullopt;
+}
+
+// A positive integer number of bytes into `out` (an integral float such as 5e8 is accepted).
+std::optional<ApiError> ReadBytes(const std::string& key, const json& value,
+                                  std::optional<std::int64_t>& out) {
+  std::int64_t bytes = 0;
+  if (value.is_number_integer() && !value.is_number_unsigned()) {
+    bytes = value.get<std::int64_t>();
+  } else if (value.is_number_unsigned() &&
+             value.get<std::uint64_t>() <=
+                 static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    bytes = static_cast<std::int64_t>(value.get<std::uint64_t>());
+  } else if (value.is_number_float() && std::isfinite(value.get<double>()) &&
+             value.get<double>() == std::floor(value.get<double>()) &&
+             std::fabs(value.get<double>()) <= 9007199254740992.0) {
+    bytes = static_cast<std::int64_t>(value.get<double>());
+  } else {
+    return Refuse(key, key + ": expected an integer number of bytes, got " + TypeName(value));
+  }
+  if (bytes <= 0) return Refuse(key, key + ": expected a positive number of bytes");
+  out = bytes;
+  return std::nullopt;
+}
+
 }  // namespace
 
+bool IsSessionIdSyntax(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::optional<ApiError> ParseSessionCreateRequest(const json& body,
+                                                  exec::SessionCreateRequest& request) {
+  request = exec::SessionCreateRequest{};
+  if (body.is_null()) return std::nullopt;
+  if (!body.is_object()) return Refuse("", "the body must be a JSON object, got " + TypeName(body));
+  for (const auto& [key, value] : body.items()) {
+    if (key == "pool") {
+      if (!value.is_string())
+        return Refuse("pool", "pool: expected a string, got " + TypeName(value));
+      request.pool = value.get<std::string>();
+    } else if (key == "timeout_s") {
+      if (auto refused = ReadTimeout(value, request.limits.timeout_s)) return refused;
+    } else if (key == "memory_bytes") {
+      if (auto refused = ReadBytes(key, value, request.limits.memory_bytes)) return refused;
+    } else if (key == "output_bytes") {
+      if (auto refused = ReadBytes(key, value, request.limits.output_bytes)) return refused;
+    } else {
+      return Refuse(key,
+                    key + ": unknown field (expected pool, timeout_s, memory_bytes, output_bytes)");
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_code_bytes,
-                                            exec::RunRequest& request) {
+                                            exec::RunRequest& request, std::string& session_id) {
   request = exec::RunRequest{};
+  session_id.clear();
   if (!body.is_object()) return Refuse("", "the body must be a JSON object, got " + TypeName(body));
   for (const auto& [key, value] : body.items()) {
     if (key == "code") {
@@ -39,14 +111,11 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
                       413);
       }
     } else if (key == "timeout_s") {
-      if (!value.is_number()) {
-        return Refuse("timeout_s", "timeout_s: expected a number, got " + TypeName(value));
-      }
-      const double timeout = value.get<double>();
-      if (!std::isfinite(timeout) || timeout <= 0) {
-        return Refuse("timeout_s", "timeout_s: expected a positive number of seconds");
-      }
-      request.limits.timeout_s = timeout;
+      if (auto refused = ReadTimeout(value, request.limits.timeout_s)) return refused;
+    } else if (key == "memory_bytes") {
+      if (auto refused = ReadBytes(key, value, request.limits.memory_bytes)) return refused;
+    } else if (key == "output_bytes") {
+      if (auto refused = ReadBytes(key, value, request.limits.output_bytes)) return refused;
     } else if (key == "pool") {
       if (!value.is_string())
         return Refuse("pool", "pool: expected a string, got " + TypeName(value));
@@ -87,14 +156,26 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
         request.files.push_back(exec::InputFile{path->get<std::string>(), std::move(*bytes)});
       }
     } else if (key == "session_id") {
-      return Refuse("session_id",
-                    "session_id: sessions are not available yet; omit session_id (each request "
-                    "runs in a fresh interpreter)");
+      if (!value.is_string()) {
+        return Refuse("session_id", "session_id: expected a string, got " + TypeName(value));
+      }
+      session_id = value.get<std::string>();
+      if (!IsSessionIdSyntax(session_id)) {
+        return Refuse("session_id",
+                      "session_id: not a session id (expected the id POST /v1/sessions returned)");
+      }
     } else {
-      return Refuse(key, key + ": unknown field (expected code, timeout_s, files, pool)");
+      return Refuse(key, key +
+                             ": unknown field (expected code, timeout_s, memory_bytes, "
+                             "output_bytes, files, pool, session_id)");
     }
   }
   if (!body.contains("code")) return Refuse("code", "code: required (a string of Python source)");
+  if (!session_id.empty() && request.limits.memory_bytes) {
+    return Refuse("memory_bytes",
+                  "memory_bytes: a session's memory limit is fixed when it is created; omit it "
+                  "here, or create a session with the memory you need");
+  }
   return std::nullopt;
 }
 
@@ -126,7 +207,11 @@ json ExecuteResultJson(const exec::RunResult& r) {
               {"output_truncated", r.output_truncated},
               {"files_truncated", r.files_truncated},
               {"detail", RepairUtf8(r.detail)},
-              {"pool", RepairUtf8(r.pool)}};
+              {"pool", RepairUtf8(r.pool)},
+              {"session_id", r.session_id.empty() ? json(nullptr) : json(RepairUtf8(r.session_id))},
+              {"session_reset", r.session_reset},
+              {"session_notice",
+               r.session_notice.empty() ? json(nullptr) : json(RepairUtf8(r.session_notice))}};
   if (r.traceback) {
     json frames = json::array();
     for (const auto& f : r.traceback->frames) {

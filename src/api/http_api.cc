@@ -10,9 +10,10 @@
 #include <thread>
 #include <utility>
 
-#include "sandbox/core/utf8.h"
 #include "sandbox/api/execute.h"
 #include "sandbox/api/openapi.h"
+#include "sandbox/core/utf8.h"
+#include "sandbox/exec/session_json.h"
 
 namespace sandbox::api {
 
@@ -243,7 +244,12 @@ class StreamObserver final : public exec::RunObserver {
 
 HttpApi::HttpApi(exec::ExecutionService& service, ApiOptions options,
                  std::shared_ptr<spdlog::logger> logger)
+    : HttpApi(service, nullptr, std::move(options), std::move(logger)) {}
+
+HttpApi::HttpApi(exec::ExecutionService& service, exec::SessionService* sessions,
+                 ApiOptions options, std::shared_ptr<spdlog::logger> logger)
     : service_(service),
+      sessions_(sessions),
       options_(std::move(options)),
       logger_(std::move(logger)),
       registry_(std::make_shared<Registry>()) {}
@@ -253,6 +259,11 @@ HttpApi::~HttpApi() { Shutdown(); }
 void HttpApi::Shutdown() { registry_->Shutdown(); }
 
 std::size_t HttpApi::active_runs() const { return registry_->size(); }
+
+std::string HttpApi::Principal(const httplib::Request& req) const {
+  if (!options_.principal) return "local";
+  return options_.principal(req.get_header_value("Authorization"));
+}
 
 void HttpApi::Register(httplib::Server& server) {
   server.Get("/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
@@ -300,18 +311,44 @@ void HttpApi::Register(httplib::Server& server) {
     auto body = ParseBody(req, error);
     if (!body) return SendApiError(res, error);
     exec::RunRequest request;
-    if (auto refused = ParseExecuteRequest(*body, options_.max_code_bytes, request)) {
+    std::string session_id;
+    if (auto refused = ParseExecuteRequest(*body, options_.max_code_bytes, request, session_id)) {
       return SendApiError(res, *refused);
     }
+    const bool in_session = !session_id.empty();
+    if (in_session && sessions_ == nullptr) {
+      ApiError refused;
+      refused.field = "session_id";
+      refused.message =
+          "session_id: sessions are disabled on this server (sessions.enabled is false); omit "
+          "session_id (each request then runs in a fresh interpreter)";
+      return SendApiError(res, refused);
+    }
+    RunFunction run_function;
+    if (in_session) {
+      run_function = [sessions = sessions_, principal = Principal(req), session_id,
+                      request = std::move(request)](exec::RunObserver& observer,
+                                                    const exec::CancelToken& cancel) {
+        auto result = sessions->Run(principal, session_id, request, observer, cancel);
+        if (result.ok() && result->session_id.empty()) result->session_id = session_id;
+        return result;
+      };
+    } else {
+      run_function = [&service = service_, request = std::move(request)](
+                         exec::RunObserver& observer, const exec::CancelToken& cancel) {
+        return service.Run(request, observer, cancel);
+      };
+    }
     if (WantsEventStream(req.get_header_value("Accept"))) {
-      return ServeStream(std::move(request), res);
+      return ServeStream(std::move(run_function), in_session, res);
     }
     Registration run(registry_);
     if (!run.ok()) return SendApiError(res, ShuttingDown());
     NullObserver observer;
-    auto result = service_.Run(request, observer, run.token());
+    auto result = run_function(observer, run.token());
     if (!result.ok()) {
-      ApiError refused = FromEngineError(result.error(), options_.retry_after_s);
+      ApiError refused = in_session ? FromSessionError(result.error(), options_.retry_after_s, 429)
+                                    : FromEngineError(result.error(), options_.retry_after_s);
       if (refused.status >= 500) {
         logger_->warn("POST /v1/execute: the engine refused: {}", result.error().ToString());
       }
@@ -321,21 +358,22 @@ void HttpApi::Register(httplib::Server& server) {
                    result->duration_ms);
     SendJson(res, 200, ExecuteResultJson(*result));
   });
+
+  RegisterSessions(server);
 }
 
-void HttpApi::ServeStream(exec::RunRequest request, httplib::Response& res) {
+void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& res) {
   auto registration = std::make_shared<Registration>(registry_);
   if (!registration->ok()) return SendApiError(res, ShuttingDown());
   auto state = std::make_shared<StreamState>();
   state->cancel = registration->shared_token();
   StreamState* raw = state.get();
   const int retry_after_s = options_.retry_after_s;
-  exec::ExecutionService& service = service_;
   auto logger = logger_;
   state->thread = std::thread(
-      [&service, logger, raw, registration, retry_after_s, request = std::move(request)]() mutable {
+      [logger, raw, registration, retry_after_s, in_session, run = std::move(run)]() mutable {
         StreamObserver observer(*raw);
-        auto result = service.Run(request, observer, *raw->cancel);
+        auto result = run(observer, *raw->cancel);
         observer.Flush();
         std::string last;
         if (result.ok()) {
@@ -343,7 +381,8 @@ void HttpApi::ServeStream(exec::RunRequest request, httplib::Response& res) {
                         exec::VerdictName(result->verdict), result->duration_ms);
           last = SseEvent("result", ExecuteResultJson(*result));
         } else {
-          ApiError refused = FromEngineError(result.error(), retry_after_s);
+          ApiError refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
+                                        : FromEngineError(result.error(), retry_after_s);
           json body = ErrorBody(refused);
           body["status"] = refused.status;
           last = SseEvent("error", body);
@@ -419,6 +458,186 @@ void HttpApi::ServeStream(exec::RunRequest request, httplib::Response& res) {
         if (!success) state->cancel->Cancel();
         if (state->thread.joinable()) state->thread.join();
       });
+}
+
+namespace {
+
+ApiError SessionsDisabled() {
+  ApiError error;
+  error.status = 501;
+  error.message =
+      "sessions are disabled on this server (sessions.enabled is false); use POST /v1/execute "
+      "without session_id";
+  return error;
+}
+
+ApiError UnknownSession(const std::string& id) {
+  ApiError error;
+  error.status = 404;
+  error.field = "session_id";
+  error.message = "session " + RepairUtf8(id) +
+                  " not found: it was closed, idled out or reached its lifetime, or belongs to "
+                  "another token (GET /v1/sessions lists yours)";
+  return error;
+}
+
+// Content-Disposition for a download: the base name, quoted, plus RFC 5987 filename* so
+// non-ASCII names survive.
+std::string Disposition(std::string_view path) {
+  std::string_view base =
+      path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+  std::string ascii;
+  std::string encoded;
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : base) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool plain = u >= 0x20 && u < 0x7F && c != '"' && c != '\\';
+    ascii += plain ? c : '_';
+    const bool attr = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+                      c == '.' || c == '-' || c == '_';
+    if (attr) {
+      encoded += c;
+    } else {
+      encoded += '%';
+      encoded += kHex[u >> 4];
+      encoded += kHex[u & 0x0F];
+    }
+  }
+  if (ascii.empty()) ascii = "file";
+  return "attachment; filename=\"" + ascii + "\"; filename*=UTF-8''" + encoded;
+}
+
+}  // namespace
+
+void HttpApi::RegisterSessions(httplib::Server& server) {
+  // Each route resolves the session service and the principal first; the id comes from the
+  // path and is checked for syntax, so a malformed one is simply not found.
+  const std::string kId = "/v1/sessions/([^/]+)";
+  auto guard = [this](httplib::Response& res) {
+    if (sessions_ == nullptr) {
+      SendApiError(res, SessionsDisabled());
+      return false;
+    }
+    return true;
+  };
+  auto refuse = [this](httplib::Response& res, const Error& error, int limit_status) {
+    ApiError refused = FromSessionError(error, options_.retry_after_s, limit_status);
+    if (refused.status >= 500) logger_->warn("sessions: the engine refused: {}", error.ToString());
+    SendApiError(res, refused);
+  };
+
+  server.Post("/v1/sessions",
+              [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+                if (!guard(res)) return;
+                if (!IsJsonBody(req)) return SendApiError(res, UnsupportedMediaType(req));
+                json body = nullptr;
+                if (!req.body.empty()) {
+                  ApiError error;
+                  auto parsed = ParseBody(req, error);
+                  if (!parsed) return SendApiError(res, error);
+                  body = std::move(*parsed);
+                }
+                exec::SessionCreateRequest request;
+                if (auto refused = ParseSessionCreateRequest(body, request)) {
+                  return SendApiError(res, *refused);
+                }
+                auto info = sessions_->Create(Principal(req), request);
+                if (!info.ok()) return refuse(res, info.error(), 429);
+                res.set_header("Location", "/v1/sessions/" + info->id);
+                SendJson(res, 201, exec::SessionInfoJson(*info));
+              });
+
+  server.Get("/v1/sessions",
+             [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+               if (!guard(res)) return;
+               auto list = sessions_->List(Principal(req));
+               if (!list.ok()) return refuse(res, list.error(), 429);
+               json sessions = json::array();
+               for (const auto& info : *list) sessions.push_back(exec::SessionInfoJson(info));
+               SendJson(res, 200, {{"sessions", sessions}});
+             });
+
+  server.Get(kId, [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+    if (!guard(res)) return;
+    const std::string id = req.matches[1];
+    if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
+    auto info = sessions_->Get(Principal(req), id);
+    if (!info.ok()) return refuse(res, info.error(), 429);
+    SendJson(res, 200, exec::SessionInfoJson(*info));
+  });
+
+  server.Delete(kId, [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+    if (!guard(res)) return;
+    const std::string id = req.matches[1];
+    if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
+    auto closed = sessions_->Close(Principal(req), id);
+    if (!closed.ok()) return refuse(res, closed.error(), 429);
+    res.status = 204;
+  });
+
+  server.Get(kId + "/files", [this, guard, refuse](const httplib::Request& req,
+                                                   httplib::Response& res) {
+    if (!guard(res)) return;
+    const std::string id = req.matches[1];
+    if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
+    auto listed = sessions_->ListFiles(Principal(req), id);
+    if (!listed.ok()) return refuse(res, listed.error(), 413);
+    json files = json::array();
+    for (const auto& file : listed->files) files.push_back(exec::SessionFileJson(file));
+    SendJson(res, 200, {{"session_id", id}, {"files", files}, {"truncated", listed->truncated}});
+  });
+
+  const std::string file_route = kId + "/files/(.+)";
+  server.Put(
+      file_route, [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+        if (!guard(res)) return;
+        const std::string id = req.matches[1];
+        const std::string path = req.matches[2];
+        if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
+        const auto size = static_cast<std::int64_t>(req.body.size());
+        if (size > options_.session_max_file_bytes) {
+          ApiError error;
+          error.status = 413;
+          error.message = "the file is " + std::to_string(size) + " bytes, above the limit of " +
+                          std::to_string(options_.session_max_file_bytes) +
+                          " bytes per session file (sessions.max_file_bytes)";
+          return SendApiError(res, error);
+        }
+        auto written = sessions_->PutFiles(Principal(req), id, {exec::InputFile{path, req.body}});
+        if (!written.ok()) return refuse(res, written.error(), 413);
+        json file = written->empty() ? json{{"path", RepairUtf8(path)}, {"size", size}}
+                                     : exec::SessionFileJson(written->front());
+        SendJson(res, 200, file);
+      });
+
+  server.Get(
+      file_route, [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+        if (!guard(res)) return;
+        const std::string id = req.matches[1];
+        const std::string path = req.matches[2];
+        if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
+        auto file = sessions_->GetFile(Principal(req), id, path);
+        if (!file.ok()) return refuse(res, file.error(), 413);
+        // The bytes were written by sandboxed code: never let a browser render them as a page of
+        // this origin.
+        res.set_header("Content-Disposition", Disposition(file->path.empty() ? path : file->path));
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_header("Content-Security-Policy", "sandbox");
+        res.status = 200;
+        res.set_content(file->data,
+                        file->mime_type.empty() ? "application/octet-stream" : file->mime_type);
+      });
+
+  server.Delete(file_route,
+                [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
+                  if (!guard(res)) return;
+                  const std::string id = req.matches[1];
+                  const std::string path = req.matches[2];
+                  if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
+                  auto deleted = sessions_->DeleteFile(Principal(req), id, path);
+                  if (!deleted.ok()) return refuse(res, deleted.error(), 413);
+                  res.status = 204;
+                });
 }
 
 }  // namespace sandbox::api

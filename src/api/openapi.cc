@@ -4,6 +4,7 @@
 
 #include "sandbox/api/http_api.h"
 #include "sandbox/exec/run_types.h"
+#include "sandbox/exec/session_json.h"
 
 namespace sandbox::api {
 namespace {
@@ -114,6 +115,16 @@ json Schemas(const ApiOptions& options) {
          {{"type", "number"},
           {"exclusiveMinimum", 0},
           {"description", "wall-time limit; at most the pool's maximum"}}},
+        {"memory_bytes",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description",
+           "memory limit, at most the pool's; refused with session_id (fixed at "
+           "session creation)"}}},
+        {"output_bytes",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description", "stdout+stderr limit; at most the pool's maximum"}}},
         {"files",
          {{"type", "array"},
           {"items",
@@ -127,8 +138,43 @@ json Schemas(const ApiOptions& options) {
          {{"type", "string"}, {"description", "a configured pool; default pool if omitted"}}},
         {"session_id",
          {{"type", "string"},
-          {"description", "reserved: sessions are not available yet (any value is a 400)"}}}}},
+          {"description",
+           "run in this session (POST /v1/sessions): globals, imports and files persist from "
+           "run to run"}}}}},
       {"required", {"code"}}};
+  s["SessionCreateRequest"] = {
+      {"type", "object"},
+      {"additionalProperties", false},
+      {"description", "Every field is optional; an empty body takes the pool's defaults."},
+      {"properties",
+       {{"pool",
+         {{"type", "string"}, {"description", "a configured pool; default pool if omitted"}}},
+        {"timeout_s",
+         {{"type", "number"},
+          {"exclusiveMinimum", 0},
+          {"description", "default wall-time limit of each run"}}},
+        {"memory_bytes",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description", "memory limit of the session, fixed for its lifetime"}}},
+        {"output_bytes",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description", "default stdout+stderr limit of each run"}}}}}};
+  s["Session"] = exec::SessionInfoSchema();
+  s["SessionList"] = {
+      {"type", "object"},
+      {"properties", {{"sessions", {{"type", "array"}, {"items", Ref("Session")}}}}},
+      {"required", {"sessions"}}};
+  s["SessionFile"] = exec::SessionFileSchema();
+  s["SessionFileList"] = {
+      {"type", "object"},
+      {"properties",
+       {{"session_id", {{"type", "string"}}},
+        {"files", {{"type", "array"}, {"items", Ref("SessionFile")}}},
+        {"truncated",
+         {{"type", "boolean"}, {"description", "more files exist than were listed"}}}}},
+      {"required", {"session_id", "files", "truncated"}}};
   json frame = {{"type", "object"},
                 {"properties",
                  {{"file", {{"type", "string"}}},
@@ -170,10 +216,21 @@ json Schemas(const ApiOptions& options) {
         {"output_truncated", {{"type", "boolean"}}},
         {"files_truncated", {{"type", "boolean"}}},
         {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
-        {"pool", {{"type", "string"}}}}},
+        {"pool", {{"type", "string"}}},
+        {"session_id",
+         {{"type", {"string", "null"}}, {"description", "the session that ran it, if any"}}},
+        {"session_reset",
+         {{"type", "boolean"},
+          {"description",
+           "this run ended the session's interpreter (a limit kill): the session was restarted "
+           "empty, its variables and files are gone"}}},
+        {"session_notice",
+         {{"type", {"string", "null"}},
+          {"description", "why the session was restarted empty since the previous call"}}}}},
       {"required",
        {"verdict", "exit_code", "signal", "stdout", "stderr", "duration_ms", "value", "traceback",
-        "images", "files", "output_truncated", "files_truncated", "detail", "pool"}}};
+        "images", "files", "output_truncated", "files_truncated", "detail", "pool", "session_id",
+        "session_reset", "session_notice"}}};
   s["StreamText"] = {
       {"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}, {"required", {"text"}}};
   s["StreamError"] = {{"type", "object"},
@@ -212,15 +269,17 @@ json OpenApiDocument(const ApiOptions& options) {
               {"result", Ref("ExecuteResult")},
               {"error", Ref("StreamError")}}}}}}}}},
       {"400", ErrorResponse("bad input: wrong types, missing code, bad files, unknown pool, "
-                            "limits out of range, session_id")},
+                            "limits out of range, memory_bytes with session_id, session_id "
+                            "while sessions are disabled")},
+      {"404", ErrorResponse("session_id names no session of this token")},
       {"401", {{"description", "a bearer token is configured and was not sent"}}},
       {"413", ErrorResponse("the body or the code is too large")},
       {"415", ErrorResponse("the body is not JSON")},
       {"500", ErrorResponse("the server failed")},
       {"503",
        {{"description",
-         "every sandbox is busy (Retry-After), the engine is down, or the server "
-         "is shutting down"},
+         "every sandbox is busy or the session runs another call (Retry-After), the engine "
+         "is down, or the server is shutting down"},
         {"headers", {{"Retry-After", {{"schema", {{"type", "integer"}}}}}}},
         {"content", JsonContent(Ref("Error"))}}}};
   json paths;
@@ -249,6 +308,120 @@ json OpenApiDocument(const ApiOptions& options) {
          {"schema", {{"type", "string"}}}}}},
       {"requestBody", {{"required", true}, {"content", JsonContent(Ref("ExecuteRequest"))}}},
       {"responses", execute_responses}};
+  const json unauthorized = {{"description", "a bearer token is configured and was not sent"}};
+  const json busy = {
+      {"description",
+       "the session is running another call, or no container was free in time (Retry-After); "
+       "or the engine is down"},
+      {"headers", {{"Retry-After", {{"schema", {{"type", "integer"}}}}}}},
+      {"content", JsonContent(Ref("Error"))}};
+  const json disabled = ErrorResponse("sessions are disabled on this server");
+  const json not_found = ErrorResponse(
+      "no such session for this token (closed, idled out, past its lifetime, or another "
+      "token's), or no such file");
+  const json id_parameter = {{"name", "id"},
+                             {"in", "path"},
+                             {"required", true},
+                             {"description", "the session_id from POST /v1/sessions"},
+                             {"schema", {{"type", "string"}}}};
+  const json path_parameter = {
+      {"name", "path"},
+      {"in", "path"},
+      {"required", true},
+      {"description",
+       "the file's path relative to the session's working directory; may contain `/` "
+       "(percent-encode other reserved characters)"},
+      {"schema", {{"type", "string"}}}};
+  paths["/v1/sessions"]["post"] = {
+      {"summary", "Create a session: a sandbox of its own whose state persists between runs"},
+      {"operationId", "createSession"},
+      {"requestBody", {{"required", false}, {"content", JsonContent(Ref("SessionCreateRequest"))}}},
+      {"responses",
+       {{"201",
+         {{"description", "created; Location names it"},
+          {"headers", {{"Location", {{"schema", {{"type", "string"}}}}}}},
+          {"content", JsonContent(Ref("Session"))}}},
+        {"400", ErrorResponse("bad input: wrong types, unknown pool, limits out of range")},
+        {"401", unauthorized},
+        {"415", ErrorResponse("the body is not JSON")},
+        {"429", ErrorResponse("the server's or this token's session limit is reached; close one")},
+        {"501", disabled},
+        {"503", busy}}}};
+  paths["/v1/sessions"]["get"] = {
+      {"summary", "This token's sessions, oldest first"},
+      {"operationId", "listSessions"},
+      {"responses",
+       {{"200", {{"description", "the sessions"}, {"content", JsonContent(Ref("SessionList"))}}},
+        {"401", unauthorized},
+        {"501", disabled}}}};
+  paths["/v1/sessions/{id}"]["parameters"] = json::array({id_parameter});
+  paths["/v1/sessions/{id}"]["get"] = {
+      {"summary", "One session: age, idle time, expiry, memory, runs, restarts"},
+      {"operationId", "getSession"},
+      {"responses",
+       {{"200", {{"description", "the session"}, {"content", JsonContent(Ref("Session"))}}},
+        {"401", unauthorized},
+        {"404", not_found},
+        {"501", disabled}}}};
+  paths["/v1/sessions/{id}"]["delete"] = {
+      {"summary", "Close a session: its container and files are destroyed"},
+      {"operationId", "closeSession"},
+      {"responses",
+       {{"204", {{"description", "closed"}}},
+        {"401", unauthorized},
+        {"404", not_found},
+        {"501", disabled}}}};
+  paths["/v1/sessions/{id}/files"]["parameters"] = json::array({id_parameter});
+  paths["/v1/sessions/{id}/files"]["get"] = {
+      {"summary", "The files in a session's working directory"},
+      {"operationId", "listSessionFiles"},
+      {"responses",
+       {{"200", {{"description", "the files"}, {"content", JsonContent(Ref("SessionFileList"))}}},
+        {"401", unauthorized},
+        {"404", not_found},
+        {"501", disabled},
+        {"503", busy}}}};
+  paths["/v1/sessions/{id}/files/{path}"]["parameters"] =
+      json::array({id_parameter, path_parameter});
+  paths["/v1/sessions/{id}/files/{path}"]["put"] = {
+      {"summary", "Write a file (the raw body) into the session's working directory"},
+      {"operationId", "putSessionFile"},
+      {"requestBody",
+       {{"required", true},
+        {"content",
+         {{"application/octet-stream",
+           {{"schema", {{"type", "string"}, {"format", "binary"}}}}}}}}},
+      {"responses",
+       {{"200", {{"description", "written"}, {"content", JsonContent(Ref("SessionFile"))}}},
+        {"400", ErrorResponse("a bad path (absolute, .., too long)")},
+        {"401", unauthorized},
+        {"404", not_found},
+        {"413", ErrorResponse("the file is above sessions.max_file_bytes (or the body above "
+                              "server.max_body_bytes)")},
+        {"501", disabled},
+        {"503", busy}}}};
+  paths["/v1/sessions/{id}/files/{path}"]["get"] = {
+      {"summary", "Download a file: its raw bytes, Content-Type its MIME type"},
+      {"operationId", "getSessionFile"},
+      {"responses",
+       {{"200",
+         {{"description", "the file, sent as an attachment"},
+          {"content", {{"*/*", {{"schema", {{"type", "string"}, {"format", "binary"}}}}}}}}},
+        {"400", ErrorResponse("a bad path, or a directory")},
+        {"401", unauthorized},
+        {"404", not_found},
+        {"413", ErrorResponse("the file is above the download limit")},
+        {"501", disabled},
+        {"503", busy}}}};
+  paths["/v1/sessions/{id}/files/{path}"]["delete"] = {{"summary", "Delete a file"},
+                                                       {"operationId", "deleteSessionFile"},
+                                                       {"responses",
+                                                        {{"204", {{"description", "deleted"}}},
+                                                         {"400", ErrorResponse("a bad path")},
+                                                         {"401", unauthorized},
+                                                         {"404", not_found},
+                                                         {"501", disabled},
+                                                         {"503", busy}}}};
   paths["/healthz"]["get"] = {
       {"summary", "Liveness: engine reachability and pool sizes (no authentication)"},
       {"operationId", "healthz"},
@@ -274,7 +447,9 @@ json OpenApiDocument(const ApiOptions& options) {
             {"version", options.version},
             {"description",
              "Plain HTTP access to the Python sandbox, next to MCP at /mcp: a "
-             "Snekbox-compatible /eval and a streaming /v1/execute."}}},
+             "Snekbox-compatible /eval, a streaming /v1/execute and persistent sessions "
+             "(/v1/sessions) with their files. Sessions belong to the bearer token that "
+             "created them."}}},
           {"paths", paths},
           {"components",
            {{"schemas", Schemas(options)},

@@ -79,12 +79,17 @@ void LegacySseTransport::Shutdown() {
   tasks_.Wait();
 }
 
-void LegacySseTransport::HandleStream(const httplib::Request& /*req*/, httplib::Response& res) {
+std::string LegacySseTransport::PrincipalOf(const httplib::Request& req) const {
+  if (!options_.principal) return std::string(kLocalPrincipal);
+  return options_.principal(req.get_header_value("Authorization"));
+}
+
+void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Response& res) {
   if (shutting_down_.load()) {
     detail::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
     return;
   }
-  auto session = std::make_shared<LegacySession>();
+  auto session = std::make_shared<LegacySession>(PrincipalOf(req));
   session->id = mcp::RandomHexId(32);
   session->channel = std::make_shared<SseChannel>();
   {
@@ -117,6 +122,7 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
     auto it = sessions_.find(req.get_param_value("sessionId"));
     if (it != sessions_.end()) session = it->second;
   }
+  if (session != nullptr && session->mcp.principal() != PrincipalOf(req)) session = nullptr;
   if (session == nullptr) {
     detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;

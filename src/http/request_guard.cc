@@ -68,7 +68,12 @@ bool IsLoopbackName(std::string_view host) {
   return host == "localhost" || host == "::1" || IsIpv4Loopback(host);
 }
 
-RequestGuard::RequestGuard(GuardOptions options) : options_(std::move(options)) {}
+RequestGuard::RequestGuard(GuardOptions options) : options_(std::move(options)) {
+  if (!options_.token.empty()) named_.emplace_back(kDefaultPrincipal, options_.token);
+  for (const auto& [name, token] : options_.tokens) {
+    if (!token.empty()) named_.emplace_back(name, token);
+  }
+}
 
 bool RequestGuard::HostAllowed(std::string_view host) const {
   std::string name = HostName(host);
@@ -97,14 +102,25 @@ bool RequestGuard::OriginAllowed(std::string_view origin) const {
   return IsLoopbackName(HostName(authority));
 }
 
-bool RequestGuard::TokenMatches(std::string_view authorization) const {
+std::string RequestGuard::Principal(std::string_view authorization) const {
+  if (named_.empty()) return std::string(kLocalPrincipal);
   authorization = detail::Trim(authorization);
   constexpr std::string_view kScheme = "bearer ";
   if (authorization.size() < kScheme.size() ||
       detail::Lower(authorization.substr(0, kScheme.size())) != kScheme) {
-    return false;
+    return {};
   }
-  return ConstantTimeEquals(detail::Trim(authorization.substr(kScheme.size())), options_.token);
+  const std::string_view presented = detail::Trim(authorization.substr(kScheme.size()));
+  // Every token is compared, matched or not, so timing does not tell which one matched.
+  std::string found;
+  for (const auto& [name, token] : named_) {
+    if (ConstantTimeEquals(presented, token) && found.empty()) found = name;
+  }
+  return found;
+}
+
+PrincipalResolver RequestGuard::Resolver() const {
+  return [this](std::string_view authorization) { return Principal(authorization); };
 }
 
 std::optional<Rejection> RequestGuard::Check(std::string_view path, std::string_view host,
@@ -122,7 +138,7 @@ std::optional<Rejection> RequestGuard::Check(std::string_view path, std::string_
   if (has_origin && !OriginAllowed(origin)) {
     return Rejection{403, "Forbidden: Origin not allowed; add it to server.allowed_origins"};
   }
-  if (!options_.token.empty() && !TokenMatches(authorization)) {
+  if (!named_.empty() && Principal(authorization).empty()) {
     return Rejection{401, "Unauthorized: send Authorization: Bearer <token>"};
   }
   return std::nullopt;

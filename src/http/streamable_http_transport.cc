@@ -67,7 +67,13 @@ void StreamableHttpTransport::Register(httplib::Server& server, const std::strin
   server.Patch(path, not_allowed);
 }
 
-std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::CreateSession() {
+std::string StreamableHttpTransport::PrincipalOf(const httplib::Request& req) const {
+  if (!options_.principal) return std::string(kLocalPrincipal);
+  return options_.principal(req.get_header_value("Authorization"));
+}
+
+std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::CreateSession(
+    std::string principal) {
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   for (auto it = sessions_.begin(); it != sessions_.end();) {
@@ -76,7 +82,7 @@ std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::C
     it = idle ? sessions_.erase(it) : std::next(it);
   }
   if (sessions_.size() >= options_.max_sessions) return nullptr;
-  auto session = std::make_shared<HttpSession>();
+  auto session = std::make_shared<HttpSession>(std::move(principal));
   session->id = mcp::RandomHexId(32);
   session->last_used = now;
   sessions_.emplace(session->id, session);
@@ -84,10 +90,11 @@ std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::C
 }
 
 std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::FindSession(
-    const std::string& id) {
+    const std::string& id, const std::string& principal) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return nullptr;
+  if (it->second->mcp.principal() != principal) return nullptr;
   it->second->last_used = std::chrono::steady_clock::now();
   return it->second;
 }
@@ -158,7 +165,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   }
 
   if (IsInitialize(message)) {
-    auto session = CreateSession();
+    auto session = CreateSession(PrincipalOf(req));
     if (session == nullptr) {
       detail::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
       return;
@@ -193,7 +200,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
                          "Bad Request: Mcp-Session-Id header is required (send initialize first)");
     return;
   }
-  auto session = FindSession(req.get_header_value(kSessionHeader));
+  auto session = FindSession(req.get_header_value(kSessionHeader), PrincipalOf(req));
   if (session == nullptr) {
     detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
@@ -265,7 +272,7 @@ void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib:
     return;
   }
   const std::string id = req.get_header_value(kSessionHeader);
-  if (FindSession(id) == nullptr) {
+  if (FindSession(id, PrincipalOf(req)) == nullptr) {
     detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }

@@ -71,6 +71,59 @@ class FixtureTool final : public Tool {
 
 void Sleep50ms() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
 
+class FixtureResources final : public ResourceProvider {
+ public:
+  Result<ResourcePage> List(const std::string& /*principal*/, const std::string& cursor) override {
+    if (!cursor.empty()) return Error(ErrorCode::kInvalidArgument, "cursor: unknown cursor");
+    ResourcePage page;
+    page.resources = {{{"uri", kText},
+                       {"name", "static-text"},
+                       {"description", "Conformance fixture: a static text resource"},
+                       {"mimeType", "text/plain"}},
+                      {{"uri", kBinary},
+                       {"name", "static-binary"},
+                       {"description", "Conformance fixture: a static binary resource (PNG)"},
+                       {"mimeType", "image/png"}}};
+    return page;
+  }
+  std::vector<json> Templates() const override {
+    return {{{"uriTemplate", "test://template/{id}/data"},
+             {"name", "template-data"},
+             {"description", "Conformance fixture: data for an id"},
+             {"mimeType", "application/json"}}};
+  }
+  bool Owns(std::string_view uri) const override { return uri.starts_with("test://"); }
+  Result<json> Read(const std::string& /*principal*/, const std::string& uri) override {
+    if (uri == kText) {
+      return json::array({{{"uri", uri},
+                           {"mimeType", "text/plain"},
+                           {"text", "This is the content of the static text resource."}}});
+    }
+    if (uri == kBinary) {
+      return json::array({{{"uri", uri}, {"mimeType", "image/png"}, {"blob", kPng}}});
+    }
+    constexpr std::string_view kPrefix = "test://template/";
+    constexpr std::string_view kSuffix = "/data";
+    std::string_view rest = uri;
+    if (rest.starts_with(kPrefix) && rest.ends_with(kSuffix) &&
+        rest.size() > kPrefix.size() + kSuffix.size()) {
+      rest.remove_prefix(kPrefix.size());
+      rest.remove_suffix(kSuffix.size());
+      if (rest.find('/') == std::string_view::npos) {
+        const std::string id(rest);
+        json data = {{"id", id}, {"templateTest", true}, {"data", "Data for ID: " + id}};
+        return json::array(
+            {{{"uri", uri}, {"mimeType", "application/json"}, {"text", data.dump()}}});
+      }
+    }
+    return Error(ErrorCode::kNotFound, "no fixture resource has this URI");
+  }
+
+ private:
+  static constexpr const char* kText = "test://static-text";
+  static constexpr const char* kBinary = "test://static-binary";
+};
+
 }  // namespace
 
 std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
@@ -149,6 +202,10 @@ std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
             {{"name", {{"type", "string"}}}, {"address", {{"$ref", "#/$defs/address"}}}}},
            {"additionalProperties", false}});
   return tools;
+}
+
+std::unique_ptr<ResourceProvider> MakeConformanceResources() {
+  return std::make_unique<FixtureResources>();
 }
 
 }  // namespace sandbox::mcp

@@ -21,7 +21,14 @@ json InvalidParams(const json& id, std::string message) {
 
 Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools,
                        std::shared_ptr<spdlog::logger> logger)
-    : identity_(std::move(identity)), tools_(std::move(tools)), logger_(std::move(logger)) {}
+    : Dispatcher(std::move(identity), std::move(tools), ResourceRegistry{}, std::move(logger)) {}
+
+Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegistry resources,
+                       std::shared_ptr<spdlog::logger> logger)
+    : identity_(std::move(identity)),
+      tools_(std::move(tools)),
+      resources_(std::move(resources)),
+      logger_(std::move(logger)) {}
 
 bool Dispatcher::IsLongRunning(const json& message) {
   if (!message.is_object()) return false;
@@ -110,14 +117,20 @@ json Dispatcher::HandleRequest(Session& session, const std::string& method, cons
   if (method == "initialize") return Initialize(session, id, params);
   if (method == "ping") return MakeResult(id, json::object());
   static const char* const kKnown[] = {"tools/list", "tools/call", "logging/setLevel"};
+  static const char* const kResources[] = {"resources/list", "resources/templates/list",
+                                           "resources/read"};
   bool known = false;
   for (const char* k : kKnown) known = known || method == k;
+  bool resource_method = false;
+  for (const char* k : kResources) resource_method = resource_method || method == k;
+  known = known || (resource_method && !resources_.empty());
   if (!known) return ErrorResponse(id, rpc_code::kMethodNotFound, "Method not found: " + method);
   if (!session.initialized()) {
     return ErrorResponse(id, rpc_code::kInvalidRequest,
                          "the session is not initialized: send initialize before " + method);
   }
   if (method == "tools/list") return MakeResult(id, {{"tools", tools_.List()}});
+  if (resource_method) return HandleResources(session, method, id, params);
   if (method == "logging/setLevel") {
     if (!params.is_object() || !params.contains("level") || !params["level"].is_string()) {
       return InvalidParams(id, "level: expected a string");
@@ -145,10 +158,12 @@ json Dispatcher::Initialize(Session& session, const json& id, const json& params
   session.MarkInitialized(version, params.value("clientInfo", json::object()));
   json server_info = {{"name", identity_.name}, {"version", identity_.version}};
   if (!identity_.title.empty()) server_info["title"] = identity_.title;
+  json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
+  if (!resources_.empty()) {
+    capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  }
   json result = {
-      {"protocolVersion", version},
-      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
-      {"serverInfo", server_info}};
+      {"protocolVersion", version}, {"capabilities", capabilities}, {"serverInfo", server_info}};
   if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
   logger_->info("session initialized: protocol {}, client {}", version,
                 DumpJson(params.value("clientInfo", json::object())));
@@ -187,7 +202,7 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
                              : "a request with id " + IdKey(id) + " is already in flight");
   }
   RequestNotifier notifier(out, progress_token, session.log_level());
-  ToolContext context{*cancel, notifier};
+  ToolContext context{*cancel, notifier, session.principal()};
   Result<json> result = sandbox::Error(ErrorCode::kInternal, "not run");
   try {
     result = tool->Call(arguments, context);
@@ -205,6 +220,50 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
     return ErrorResponse(id, code, result.error().message());
   }
   return MakeResult(id, std::move(*result));
+}
+
+json Dispatcher::HandleResources(Session& session, const std::string& method, const json& id,
+                                 const json& params) {
+  if (!params.is_null() && !params.is_object()) {
+    return InvalidParams(id, "params: expected an object");
+  }
+  const json args = params.is_object() ? params : json::object();
+  std::string cursor;
+  if (auto c = args.find("cursor"); c != args.end() && !c->is_null()) {
+    if (!c->is_string()) return InvalidParams(id, "cursor: expected a string");
+    cursor = c->get<std::string>();
+  }
+  if (method == "resources/templates/list") {
+    // Every template fits on one page, so no cursor is ever handed out.
+    if (!cursor.empty()) return InvalidParams(id, "cursor: unknown cursor (there is one page)");
+    return MakeResult(id, resources_.Templates());
+  }
+  if (method == "resources/list") {
+    auto page = resources_.List(session.principal(), cursor);
+    if (!page.ok()) {
+      int code = page.error().code() == ErrorCode::kInvalidArgument ? rpc_code::kInvalidParams
+                                                                    : rpc_code::kInternalError;
+      return ErrorResponse(id, code, page.error().message());
+    }
+    return MakeResult(id, std::move(*page));
+  }
+  auto uri = args.find("uri");
+  if (uri == args.end() || !uri->is_string()) return InvalidParams(id, "uri: expected a string");
+  const std::string uri_text = uri->get<std::string>();
+  auto read = resources_.Read(session.principal(), uri_text);
+  if (read.ok()) return MakeResult(id, std::move(*read));
+  switch (read.error().code()) {
+    case ErrorCode::kNotFound:
+      return MakeError(
+          id,
+          RpcError{rpc_code::kResourceNotFound, "Resource not found: " + read.error().message()},
+          json{{"uri", uri_text}});
+    case ErrorCode::kInvalidArgument:
+      return InvalidParams(id, read.error().message());
+    default:
+      logger_->warn("resources/read {}: {}", uri_text, read.error().ToString());
+      return ErrorResponse(id, rpc_code::kInternalError, read.error().message());
+  }
 }
 
 }  // namespace sandbox::mcp

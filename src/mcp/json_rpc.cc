@@ -63,6 +63,12 @@ json MakeError(const json& id, const RpcError& error) {
               {"error", {{"code", error.code}, {"message", error.message}}}};
 }
 
+json MakeError(const json& id, const RpcError& error, json data) {
+  json out = MakeError(id, error);
+  if (!data.is_null()) out["error"]["data"] = std::move(data);
+  return out;
+}
+
 json MakeNotification(std::string_view method, json params) {
   return json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}};
 }

@@ -4,16 +4,13 @@
 
 #include "sandbox/core/base64.h"
 #include "sandbox/core/utf8.h"
+#include "sandbox/mcp/resource_provider.h"
+#include "sandbox/mcp/session_uri.h"
 
 namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
-
-bool IsTextMime(std::string_view mime) {
-  return mime.starts_with("text/") || mime == "application/json" || mime.ends_with("+json") ||
-         mime == "application/xml" || mime.ends_with("+xml");
-}
 
 void AppendSection(std::string& out, std::string_view title, std::string_view body) {
   out += "--- ";
@@ -64,21 +61,7 @@ std::string Summary(const exec::RunResult& r) {
 }  // namespace
 
 std::string FileUri(std::string_view run_id, std::string_view path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out = "sandbox://runs/" + std::string(run_id) + "/files/";
-  for (char c : path) {
-    auto u = static_cast<unsigned char>(c);
-    bool keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
-                c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
-    if (keep) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 0x0F];
-    }
-  }
-  return out;
+  return "sandbox://runs/" + std::string(run_id) + "/files/" + PercentEncodePath(path);
 }
 
 json RunPythonOutputSchema() {
@@ -134,7 +117,18 @@ json RunPythonOutputSchema() {
             {"required", {"path", "size", "mime_type"}}}}}},
         {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
         {"output_truncated", {{"type", "boolean"}}},
-        {"files_truncated", {{"type", "boolean"}}}}},
+        {"files_truncated", {{"type", "boolean"}}},
+        {"session_id",
+         {{"type", "string"}, {"description", "the session that ran the code (session calls)"}}},
+        {"session_reset",
+         {{"type", "boolean"},
+          {"description",
+           "true when this run ended the session's interpreter (a limit kill): the session was "
+           "restarted empty, every variable, import and file is gone"}}},
+        {"session_notice",
+         {{"type", "string"},
+          {"description",
+           "why the session was restarted empty since the previous call, when it was"}}}}},
       {"required", {"verdict", "exit_code", "stdout", "stderr", "duration_ms", "images", "files"}}};
 }
 
@@ -164,8 +158,30 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
   if (r.output_truncated) structured["output_truncated"] = true;
   if (r.files_truncated) structured["files_truncated"] = true;
 
+  const bool in_session = !r.session_id.empty();
+  if (in_session) {
+    structured["session_id"] = RepairUtf8(r.session_id);
+    structured["session_reset"] = r.session_reset;
+    if (!r.session_notice.empty()) structured["session_notice"] = RepairUtf8(r.session_notice);
+  }
+
   json content = json::array();
-  std::string text = Summary(r);
+  std::string text;
+  // Said first: a model must not go on as if its earlier state still existed.
+  if (r.session_reset) {
+    text += "[SESSION RESTARTED EMPTY: this run ended the interpreter of session " +
+            RepairUtf8(r.session_id) +
+            "; it was restarted with no variables, no imports and no files. The session_id "
+            "still works: redo the set-up (imports, loading or uploading data) before going "
+            "on.";
+    if (!r.session_notice.empty()) text += " (" + RepairUtf8(r.session_notice) + ")";
+    text += "]\n";
+  } else if (!r.session_notice.empty()) {
+    text += "[SESSION RESTARTED EMPTY before this call: " + RepairUtf8(r.session_notice) +
+            ". Variables, imports and files from earlier calls in session " +
+            RepairUtf8(r.session_id) + " are gone; this run started from scratch.]\n";
+  }
+  text += Summary(r);
   if (!out_text.empty()) AppendSection(text, "stdout", out_text);
   if (!err_text.empty()) AppendSection(text, "stderr", err_text);
   if (r.value) AppendSection(text, "value", RepairUtf8(*r.value));
@@ -204,15 +220,12 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
     const std::string path = RepairUtf8(file.path);
     const std::string mime = file.mime_type.empty() ? "application/octet-stream" : file.mime_type;
     structured["files"].push_back({{"path", path}, {"size", file.size}, {"mime_type", mime}});
-    const std::string uri = FileUri(run_id, file.path);
+    // A session's files stay readable (resources/read) under the session's URI.
+    const std::string uri =
+        in_session ? SessionFileUri(r.session_id, file.path) : FileUri(run_id, file.path);
     text += path + " (" + HumanBytes(file.size) + ", " + mime + ") " + uri + "\n";
-    json resource = {{"uri", uri}, {"mimeType", mime}};
-    if (IsTextMime(mime) && IsValidUtf8(file.data)) {
-      resource["text"] = file.data;
-    } else {
-      resource["blob"] = Base64Encode(file.data);
-    }
-    resources.push_back({{"type", "resource"}, {"resource", resource}});
+    resources.push_back(
+        {{"type", "resource"}, {"resource", ResourceContents(uri, mime, file.data)}});
   }
   if (r.files_truncated) text += "[more files were produced than can be returned]\n";
 

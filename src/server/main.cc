@@ -19,6 +19,7 @@
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/exec/session_service.h"
 #include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
@@ -27,6 +28,8 @@
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
+#include "sandbox/mcp/session_resources.h"
+#include "sandbox/mcp/session_tools.h"
 #include "sandbox/mcp/stdio_transport.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
@@ -88,8 +91,33 @@ constexpr const char* kInstructions =
     "compute, analyse data (numpy, pandas, scipy, sympy) and draw plots (matplotlib: every "
     "figure comes back as a PNG image). Use sandbox_info to see installed packages and limits.";
 
+constexpr const char* kSessionInstructions =
+    " For work over several steps, create a session with session_create and pass its "
+    "session_id to run_python: variables, imports and files persist between calls. Upload "
+    "inputs with session_upload_file, fetch outputs with session_download_file, and close the "
+    "session with session_close when done.";
+
+sandbox::mcp::SessionToolOptions SessionToolOptionsOf(const sandbox::config::Config& config) {
+  sandbox::mcp::SessionToolOptions options;
+  options.idle_timeout = config.sessions.idle_timeout;
+  options.max_lifetime = config.sessions.max_lifetime;
+  options.max_per_principal = config.sessions.max_per_principal;
+  options.max_file_bytes = config.sessions.max_file_bytes;
+  options.max_upload_bytes = config.sessions.max_upload_bytes;
+  if (const auto* pool = sandbox::config::FindPool(config, config.default_pool)) {
+    options.default_timeout_s = pool->limits.timeout_s;
+    options.max_timeout_s = pool->max_limits.timeout_s;
+    options.memory_bytes = pool->limits.memory_bytes;
+    options.max_memory_bytes = pool->max_limits.memory_bytes;
+    options.output_bytes = pool->limits.output_bytes;
+  }
+  return options;
+}
+
+// `sessions` may be null (sessions disabled): then no session tools and no resources.
 sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
                                         sandbox::exec::ExecutionService& service,
+                                        sandbox::exec::SessionService* sessions,
                                         bool conformance_fixtures,
                                         const std::shared_ptr<spdlog::logger>& logger) {
   sandbox::mcp::RunPythonOptions run_options;
@@ -99,17 +127,28 @@ sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
     run_options.memory_bytes = pool->limits.memory_bytes;
     run_options.output_bytes = pool->limits.output_bytes;
   }
+  run_options.sessions = SessionToolOptionsOf(config);
   sandbox::mcp::ToolRegistry tools;
-  tools.Add(std::make_unique<sandbox::mcp::RunPythonTool>(service, run_options));
+  tools.Add(std::make_unique<sandbox::mcp::RunPythonTool>(service, sessions, run_options));
   tools.Add(std::make_unique<sandbox::mcp::SandboxInfoTool>(service));
+  sandbox::mcp::ResourceRegistry resources;
+  if (sessions != nullptr) {
+    for (auto& tool : sandbox::mcp::MakeSessionTools(*sessions, run_options.sessions)) {
+      tools.Add(std::move(tool));
+    }
+    resources.Add(std::make_unique<sandbox::mcp::SessionResourceProvider>(*sessions));
+  }
   if (conformance_fixtures) {
-    logger->warn("--conformance-fixtures: registering the conformance suite's test tools");
+    logger->warn(
+        "--conformance-fixtures: registering the conformance suite's test tools and resources");
     for (auto& tool : sandbox::mcp::MakeConformanceTools()) tools.Add(std::move(tool));
+    resources.Add(sandbox::mcp::MakeConformanceResources());
   }
   sandbox::mcp::ServerIdentity identity;
   identity.version = SANDBOX_VERSION;
   identity.instructions = kInstructions;
-  return sandbox::mcp::Dispatcher(identity, std::move(tools), logger);
+  if (sessions != nullptr) identity.instructions += kSessionInstructions;
+  return sandbox::mcp::Dispatcher(identity, std::move(tools), std::move(resources), logger);
 }
 
 }  // namespace
@@ -182,8 +221,18 @@ int main(int argc, char** argv) {
   if (!service.ok()) return Fail(logger, service.error());
   (*service)->Start();
 
+  // Stateful sessions, behind the exec::SessionService interface; null while sessions are off
+  // (sessions.enabled false), and then no session tool, resource or route is offered.
+  // TODO(lead): SessionManager - construct it here when config.sessions.enabled (e.g. a
+  // std::unique_ptr<service::SessionManager> created from config, **client and the pools) and
+  // point `sessions` at it; shut it down next to (*service)->Shutdown() below.
+  sandbox::exec::SessionService* sessions = nullptr;
+  if (config.sessions.enabled && sessions == nullptr) {
+    logger->warn("sessions.enabled is set but this build has no session engine yet; sessions off");
+  }
+
   sandbox::mcp::Dispatcher dispatcher =
-      MakeDispatcher(config, **service, conformance_fixtures, logger);
+      MakeDispatcher(config, **service, sessions, conformance_fixtures, logger);
 
   if (config.server.stdio) {
     sandbox::mcp::StdioOptions stdio_options;
@@ -219,7 +268,8 @@ int main(int argc, char** argv) {
   sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{config.server.token,
                                                                 config.server.allowed_hosts,
                                                                 config.server.allowed_origins,
-                                                                {"/healthz"}});
+                                                                {"/healthz"},
+                                                                config.server.tokens});
   sandbox::http::HttpServerOptions http_options;
   http_options.threads = config.server.http_threads;
   http_options.max_body_bytes = config.server.max_body_bytes;
@@ -228,16 +278,20 @@ int main(int argc, char** argv) {
 
   sandbox::http::StreamableHttpOptions streamable_options;
   streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  streamable_options.principal = guard.Resolver();
   sandbox::http::StreamableHttpTransport streamable(dispatcher, streamable_options, logger);
   streamable.Register(http, "/mcp");
   sandbox::http::LegacySseOptions legacy_options;
   legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  legacy_options.principal = guard.Resolver();
   sandbox::http::LegacySseTransport legacy(dispatcher, legacy_options, logger);
   legacy.Register(http, "/sse", "/messages");
   sandbox::api::ApiOptions api_options;
   api_options.version = SANDBOX_VERSION;
-  sandbox::api::HttpApi http_api(**service, api_options, logger);
-  http_api.Register(http);  // /eval, /v1/execute, /openapi.json
+  api_options.principal = guard.Resolver();
+  api_options.session_max_file_bytes = config.sessions.max_file_bytes;
+  sandbox::api::HttpApi http_api(**service, sessions, api_options, logger);
+  http_api.Register(http);  // /eval, /v1/execute, /v1/sessions, /openapi.json
 
   http.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
     auto ping = (*client)->Ping(sandbox::docker::CallOptions::Within(std::chrono::seconds(2)));
@@ -274,9 +328,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   logger->info(
-      "listening on http://{}:{} (MCP at /mcp, legacy SSE at /sse, HTTP API at /v1/execute and "
-      "/eval)",
-      config.server.listen_host, config.server.listen_port);
+      "listening on http://{}:{} (MCP at /mcp, legacy SSE at /sse, HTTP API at /v1/execute, "
+      "/v1/sessions and /eval; sessions {})",
+      config.server.listen_host, config.server.listen_port, sessions != nullptr ? "on" : "off");
   http.listen_after_bind();
   logger->info("HTTP server stopped; stopping the pools");
 

@@ -23,6 +23,13 @@ struct ApiError {
 // kCancelled -> 503, anything else -> 500.
 ApiError FromEngineError(const Error& error, int retry_after_s);
 
+// The SessionService's refusals: kInvalidArgument -> 400 (field from the message), kNotFound ->
+// 404 (unknown, expired or another principal's session, or a missing file), kLimit ->
+// `limit_status` (429 for the session count limits of create, 413 for file sizes), kBusy -> 503
+// with Retry-After (the session is running another call, or no container was free),
+// kConflict -> 409, kUnavailable and kCancelled -> 503, anything else -> 500.
+ApiError FromSessionError(const Error& error, int retry_after_s, int limit_status);
+
 // The leading field name of an engine message ("timeout_s: must be ..." -> "timeout_s",
 // "unknown pool \"x\"" -> "pool"); "" when it names none.
 std::string FieldOfMessage(const std::string& message);

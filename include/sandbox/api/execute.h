@@ -1,15 +1,19 @@
 // POST /v1/execute: the request's meaning and the answer's shape, as pure functions (the HTTP
 // handling, JSON or Server-Sent Events, is in http_api.h).
 //
-// Request {code, timeout_s?, files?: [{path, content_base64}], pool?, session_id?} - the
-// arguments of the MCP tool run_python plus `pool`. Unknown fields are refused. `session_id` is
-// reserved: sessions are not available yet, so any value is a 400 naming the field.
+// Request {code, timeout_s?, memory_bytes?, output_bytes?, files?: [{path, content_base64}],
+// pool?, session_id?} - the arguments of the MCP tool run_python plus `pool`. Unknown fields are
+// refused. With `session_id` the code runs in that session (memory_bytes is then refused: a
+// session's memory is fixed at creation).
 //
 // Result (JSON mode's body, and the data of the SSE `result` event):
 //   {verdict, exit_code, signal, stdout, stderr, duration_ms, value, traceback, images:
 //    [{mime_type, width, height, data_base64}], files: [{path, size, mime_type, content_base64}],
-//    output_truncated, files_truncated, detail, pool}
-// the fields of run_python's structuredContent with the image and file bytes inline. exit_code
+//    output_truncated, files_truncated, detail, pool, session_id, session_reset,
+//    session_notice}
+// the fields of run_python's structuredContent with the image and file bytes inline;
+// session_id and session_notice are null outside sessions (and the notice when there is none),
+// session_reset true when this run ended the session's interpreter (restarted empty). exit_code
 // is -1 when the process did not exit by itself (signal, limit, never ran); value and traceback
 // are null when absent. Program output is decoded as UTF-8 with U+FFFD for invalid bytes.
 //
@@ -24,13 +28,22 @@
 
 #include "sandbox/api/api_error.h"
 #include "sandbox/exec/run_types.h"
+#include "sandbox/exec/session_service.h"
 
 namespace sandbox::api {
 
-// Parses a /v1/execute body into `request`; a refusal (400, or 413 for code longer than
-// `max_code_bytes`) otherwise.
+// Parses a /v1/execute body into `request` and `session_id` ("" without one); a refusal (400,
+// or 413 for code longer than `max_code_bytes`) otherwise.
 std::optional<ApiError> ParseExecuteRequest(const nlohmann::json& body, std::size_t max_code_bytes,
-                                            exec::RunRequest& request);
+                                            exec::RunRequest& request, std::string& session_id);
+
+// POST /v1/sessions: {pool?, timeout_s?, memory_bytes?, output_bytes?}; an empty body (null) is
+// {}. Unknown fields are refused.
+std::optional<ApiError> ParseSessionCreateRequest(const nlohmann::json& body,
+                                                  exec::SessionCreateRequest& request);
+
+// Whether `id` can be a session id (1-128 of [A-Za-z0-9_-]); anything else is never found.
+bool IsSessionIdSyntax(std::string_view id);
 
 nlohmann::json ExecuteResultJson(const exec::RunResult& result);
 nlohmann::json ImageJson(const exec::Image& image);

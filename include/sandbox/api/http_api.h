@@ -7,6 +7,25 @@
 //   GET  /openapi.json  the OpenAPI 3.1 description of these routes and /healthz.
 //   GET /eval, GET /v1/execute: 405 with Allow: POST.
 //
+// Sessions (with a SessionService; otherwise each answers 501 and /v1/execute refuses
+// session_id with 400):
+//   POST   /v1/sessions                     create {pool?, timeout_s?, memory_bytes?,
+//                                           output_bytes?}: 201 + the session, Location header
+//   GET    /v1/sessions                     the caller's sessions: {sessions: [...]}
+//   GET    /v1/sessions/{id}                one session
+//   DELETE /v1/sessions/{id}                close it: 204
+//   GET    /v1/sessions/{id}/files          {session_id, files: [...], truncated}
+//   PUT    /v1/sessions/{id}/files/{path}   raw body = the file's bytes: 200 + the file;
+//                                           above sessions.max_file_bytes 413
+//   GET    /v1/sessions/{id}/files/{path}   the raw bytes, Content-Type the file's type (sent
+//                                           as an attachment, nosniff, CSP sandbox)
+//   DELETE /v1/sessions/{id}/files/{path}   204
+// {path} is the URL path after /files/ (percent-decoded by the server). Every route acts for the
+// request's principal (ApiOptions::principal): another principal's session is 404, as an
+// unknown one. Errors: 400 bad input, 404 unknown session or file, 413 too large, 429 session
+// limit reached, 503 + Retry-After busy (the session is running another call, or no container
+// was free), 501 sessions disabled. POST /v1/execute with session_id runs in the session.
+//
 // Authentication, Host/Origin checks and the body-size limit are the server's (its pre-routing
 // handler and payload limit apply to these routes as to /mcp); this class adds none.
 //
@@ -37,15 +56,20 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/api/snekbox.h"
 #include "sandbox/exec/execution_service.h"
+#include "sandbox/exec/session_service.h"
 
 namespace httplib {
 class Server;
+struct Request;
 struct Response;
 }  // namespace httplib
 
@@ -60,11 +84,18 @@ struct ApiOptions {
   std::chrono::milliseconds sse_keepalive{15000};
   std::chrono::milliseconds sse_poll{1000};
   std::chrono::milliseconds sse_start_wait{10000};
+  // The principal of a request from its Authorization header (http::RequestGuard::Resolver());
+  // unset: every request is "local".
+  std::function<std::string(std::string_view authorization)> principal;
+  std::int64_t session_max_file_bytes = 16LL << 20;  // PUT .../files/{path} above it: 413
 };
 
 class HttpApi {
  public:
   HttpApi(exec::ExecutionService& service, ApiOptions options,
+          std::shared_ptr<spdlog::logger> logger);
+  // `sessions` may be null (sessions disabled).
+  HttpApi(exec::ExecutionService& service, exec::SessionService* sessions, ApiOptions options,
           std::shared_ptr<spdlog::logger> logger);
   ~HttpApi();
   HttpApi(const HttpApi&) = delete;
@@ -83,9 +114,15 @@ class HttpApi {
   class Registry;
 
  private:
-  void ServeStream(exec::RunRequest request, httplib::Response& res);
+  // Runs one request (one-shot or in a session) with an observer and a cancel token.
+  using RunFunction =
+      std::function<Result<exec::RunResult>(exec::RunObserver&, const exec::CancelToken&)>;
+  void ServeStream(RunFunction run, bool in_session, httplib::Response& res);
+  void RegisterSessions(httplib::Server& server);
+  std::string Principal(const httplib::Request& req) const;
 
   exec::ExecutionService& service_;
+  exec::SessionService* const sessions_;
   const ApiOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   std::shared_ptr<Registry> registry_;

@@ -4,6 +4,8 @@
 // response and notification goes out on the stream as an `event: message`. tools/call runs on
 // its own thread so later POSTs (a notifications/cancelled) are handled meanwhile.
 // Closing the stream ends the session and cancels its runs (nothing could receive their results).
+// The session's principal is that of the GET /sse request (its bearer token's name); a POST with
+// another principal gets 404, as for an unknown session.
 //
 // Thread-safety: handlers run on httplib workers concurrently; Shutdown() from any thread.
 #pragma once
@@ -16,6 +18,7 @@
 #include <mutex>
 #include <string>
 
+#include "sandbox/http/request_guard.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"
@@ -34,6 +37,8 @@ struct LegacySseOptions {
   std::size_t max_sessions = 1000;
   std::size_t max_concurrent_calls = 256;
   SseOptions sse;
+  // The principal of a request from its Authorization header; unset: "local".
+  PrincipalResolver principal;
 };
 
 class LegacySseTransport {
@@ -52,6 +57,7 @@ class LegacySseTransport {
 
  private:
   struct LegacySession {
+    explicit LegacySession(std::string principal) : mcp(std::move(principal)) {}
     std::string id;
     mcp::Session mcp;
     std::shared_ptr<SseChannel> channel;
@@ -59,6 +65,7 @@ class LegacySseTransport {
   void HandleStream(const httplib::Request& req, httplib::Response& res);
   void HandleMessage(const httplib::Request& req, httplib::Response& res);
   void RemoveSession(const std::string& id);
+  std::string PrincipalOf(const httplib::Request& req) const;
 
   mcp::Dispatcher& dispatcher_;
   const LegacySseOptions options_;

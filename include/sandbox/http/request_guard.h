@@ -5,13 +5,18 @@
 //   allowed_hosts (with or without port); otherwise 403. A missing Host is refused too.
 // - Origin may be absent (non-browser clients send none); when present its host must be loopback
 //   or the whole origin must be in allowed_origins; otherwise 403.
-// - With a token configured, "Authorization: Bearer <token>" is required (compared in constant
-//   time); otherwise 401 with WWW-Authenticate: Bearer.
+// - With a token configured (`token`, or any of the named `tokens`), "Authorization: Bearer
+//   <token>" must carry one of them (compared in constant time, against every configured token
+//   so timing tells nothing about which); otherwise 401 with WWW-Authenticate: Bearer.
+// - Principal(): whom a request acts for, the key of session ownership: the name of its token
+//   ("default" for `token`), or "local" when the server has no token at all.
 // - Exempt paths (/healthz by default) skip every check, for health probes.
 //
 // Thread-safety: immutable after construction; Check() is safe from any thread.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,11 +28,20 @@ class Server;
 
 namespace sandbox::http {
 
+// The principal of a request without any configured token (and of stdio).
+inline constexpr std::string_view kLocalPrincipal = "local";
+// The principal of server.token (SANDBOX_MCP_TOKEN).
+inline constexpr std::string_view kDefaultPrincipal = "default";
+
+// Maps a request's Authorization header value to its principal.
+using PrincipalResolver = std::function<std::string(std::string_view authorization)>;
+
 struct GuardOptions {
-  std::string token;                         // empty: no authentication
+  std::string token;                         // empty: no authentication (unless `tokens`)
   std::vector<std::string> allowed_hosts;    // Host values accepted besides loopback names
   std::vector<std::string> allowed_origins;  // e.g. "https://app.example.com"
   std::vector<std::string> exempt_paths = {"/healthz"};
+  std::map<std::string, std::string> tokens;  // more bearer tokens: principal name -> token
 };
 
 struct Rejection {
@@ -46,12 +60,20 @@ class RequestGuard {
   // Installs the guard as `server`'s pre-routing handler; rejections get a JSON-RPC error body.
   void Install(httplib::Server& server) const;
 
+  // The principal of a request that passed Check(): the name of the token it carries
+  // ("default" for `token`), "local" when no token is configured. "" for a request whose
+  // token matches none (Check() refuses those).
+  std::string Principal(std::string_view authorization) const;
+  // Principal() as a function, for the transports and the HTTP API; the guard must outlive it.
+  PrincipalResolver Resolver() const;
+  bool authenticates() const { return !named_.empty(); }
+
  private:
   bool HostAllowed(std::string_view host) const;
   bool OriginAllowed(std::string_view origin) const;
-  bool TokenMatches(std::string_view authorization) const;
 
   GuardOptions options_;
+  std::vector<std::pair<std::string, std::string>> named_;  // (principal, token), all tokens
 };
 
 // True for "localhost", IPv4 127.0.0.0/8 and "::1" (no brackets, no port).

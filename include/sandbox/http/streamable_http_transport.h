@@ -13,6 +13,11 @@
 // DELETE ends a session (its runs are cancelled): 200. GET: 405 with Allow (no server-initiated
 // stream; the server sends no requests and no list-changed notifications).
 //
+// Principals: an MCP session belongs to the principal of the request that initialized it (its
+// bearer token's name, from `principal`). A later request (or DELETE) on that Mcp-Session-Id
+// with another principal gets 404 -32001, exactly as an unknown session, so a session id is of
+// no use with another token and its existence is not revealed.
+//
 // A dropped connection cancels the request whose stream it carried: this transport keeps no
 // replay buffer, so a response whose stream is gone could never be delivered, and a sandbox
 // running for nobody only takes capacity from others (2026-07-28 makes this the rule).
@@ -30,6 +35,7 @@
 #include <mutex>
 #include <string>
 
+#include "sandbox/http/request_guard.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"
@@ -49,6 +55,9 @@ struct StreamableHttpOptions {
   std::chrono::seconds session_idle_ttl{3600};  // idle sessions without runs are forgotten
   std::size_t max_concurrent_calls = 256;       // tools/call in flight across sessions
   SseOptions sse;
+  // The principal of a request from its Authorization header (RequestGuard::Resolver());
+  // unset: every request is "local".
+  PrincipalResolver principal;
 };
 
 class StreamableHttpTransport {
@@ -67,6 +76,7 @@ class StreamableHttpTransport {
 
  private:
   struct HttpSession {
+    explicit HttpSession(std::string principal) : mcp(std::move(principal)) {}
     std::string id;
     mcp::Session mcp;
     std::chrono::steady_clock::time_point last_used;
@@ -74,8 +84,10 @@ class StreamableHttpTransport {
 
   void HandlePost(const httplib::Request& req, httplib::Response& res);
   void HandleDelete(const httplib::Request& req, httplib::Response& res);
-  std::shared_ptr<HttpSession> CreateSession();
-  std::shared_ptr<HttpSession> FindSession(const std::string& id);
+  std::shared_ptr<HttpSession> CreateSession(std::string principal);
+  // nullptr for an unknown id, or one that belongs to another principal.
+  std::shared_ptr<HttpSession> FindSession(const std::string& id, const std::string& principal);
+  std::string PrincipalOf(const httplib::Request& req) const;
   void RemoveSession(const std::string& id);
   void StreamCall(const std::shared_ptr<HttpSession>& session, nlohmann::json message,
                   httplib::Response& res);

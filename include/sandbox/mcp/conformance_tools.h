@@ -3,16 +3,20 @@
 // test_audio_content, test_embedded_resource, test_multiple_content_types,
 // test_tool_with_logging, test_tool_with_progress, test_error_handling and
 // json_schema_2020_12_tool. Registered only with --conformance-fixtures, never by default.
-// Thread-safety: the tools are stateless.
+// Also the suite's fixture resources: test://static-text, test://static-binary and the template
+// test://template/{id}/data (resources/subscribe is not offered: see the baseline).
+// Thread-safety: the tools and the provider are stateless.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/tool.h"
 
 namespace sandbox::mcp {
 
 std::vector<std::unique_ptr<Tool>> MakeConformanceTools();
+std::unique_ptr<ResourceProvider> MakeConformanceResources();
 
 }  // namespace sandbox::mcp

@@ -2,7 +2,9 @@
 // itself beyond framing: it hands each JSON message (or a batch) with the client's Session and an
 // Outbound for notifications, and sends back what Handle returns.
 //
-// Methods: initialize, ping, tools/list, tools/call, logging/setLevel; notifications
+// Methods: initialize, ping, tools/list, tools/call, logging/setLevel, and with a resource
+// provider resources/list, resources/templates/list and resources/read (the `resources`
+// capability is announced only then; without one they are unknown methods); notifications
 // notifications/initialized and notifications/cancelled. Requests before initialize (other than
 // ping) and unknown methods get an error at once. Client responses are ignored (the server sends
 // no requests).
@@ -20,6 +22,7 @@
 #include <string_view>
 
 #include "sandbox/mcp/outbound.h"
+#include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session.h"
 #include "sandbox/mcp/tool_registry.h"
 
@@ -35,6 +38,8 @@ struct ServerIdentity {
 class Dispatcher {
  public:
   Dispatcher(ServerIdentity identity, ToolRegistry tools, std::shared_ptr<spdlog::logger> logger);
+  Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegistry resources,
+             std::shared_ptr<spdlog::logger> logger);
 
   // Handles one message (already parsed JSON, not an array). Returns the response of a request;
   // nullopt for notifications, client responses, and requests cancelled while they ran.
@@ -55,6 +60,7 @@ class Dispatcher {
   static bool IsLongRunning(const nlohmann::json& message);
 
   const ToolRegistry& tools() const { return tools_; }
+  const ResourceRegistry& resources() const { return resources_; }
 
  private:
   nlohmann::json HandleRequest(Session& session, const std::string& method,
@@ -66,9 +72,12 @@ class Dispatcher {
                             const nlohmann::json& params);
   nlohmann::json CallTool(Session& session, const nlohmann::json& id, const nlohmann::json& params,
                           Outbound& out, bool& suppress);
+  nlohmann::json HandleResources(Session& session, const std::string& method,
+                                 const nlohmann::json& id, const nlohmann::json& params);
 
   const ServerIdentity identity_;
   const ToolRegistry tools_;
+  const ResourceRegistry resources_;
   std::shared_ptr<spdlog::logger> logger_;
 };
 

@@ -20,8 +20,9 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
-inline constexpr int kServerError = -32000;      // transport-level refusals (HTTP 4xx bodies)
-inline constexpr int kSessionNotFound = -32001;  // Streamable HTTP: unknown or ended session
+inline constexpr int kServerError = -32000;       // transport-level refusals (HTTP 4xx bodies)
+inline constexpr int kSessionNotFound = -32001;   // Streamable HTTP: unknown or ended session
+inline constexpr int kResourceNotFound = -32002;  // resources/read of an unknown URI (MCP spec)
 }  // namespace rpc_code
 
 struct RpcError {
@@ -55,6 +56,8 @@ json ParseJsonText(std::string_view text);
 
 json MakeResult(const json& id, json result);
 json MakeError(const json& id, const RpcError& error);
+// With the error's optional `data` member (e.g. {"uri": ...} of a resource not found).
+json MakeError(const json& id, const RpcError& error, json data);
 json MakeNotification(std::string_view method, json params);
 
 // Serializes on one line; invalid UTF-8 that slipped into a string becomes U+FFFD instead of an

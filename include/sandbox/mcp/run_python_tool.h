@@ -1,16 +1,24 @@
-// The run_python tool: runs code through the ExecutionService, relays its live output as
-// notifications, and returns the result formatted by FormatRunResult.
-// Arguments: code (string, required), timeout_s (number > 0, optional; the engine refuses values
-// above the pool's maximum), files ([{path, content_base64}], optional), session_id (reserved:
-// refused with a clear message until sessions exist). Unknown arguments are refused.
+// The run_python tool: runs code through the ExecutionService (or, with session_id, in that
+// session through the SessionService), relays its live output as notifications, and returns the
+// result formatted by FormatRunResult.
+// Arguments: code (string, required), timeout_s (number > 0), memory_bytes and output_bytes
+// (integers > 0; the engine refuses values above the pool's maxima), files ([{path,
+// content_base64}]), session_id (a session of the caller's principal). Unknown arguments are
+// refused. In a session call memory_bytes is refused (a session's memory is fixed at creation);
+// without a SessionService (sessions disabled) session_id is refused with a clear message.
+// SessionService refusals other than invalid input (not found, busy, limits) are results with
+// isError: true and verdict internal, whose text says what to do next.
 // Thread-safety: Call() may run on many threads at once.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "sandbox/exec/execution_service.h"
+#include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/output_relay.h"
+#include "sandbox/mcp/session_tools.h"
 #include "sandbox/mcp/tool.h"
 
 namespace sandbox::mcp {
@@ -22,17 +30,23 @@ struct RunPythonOptions {
   std::int64_t memory_bytes = 512LL << 20;
   std::int64_t output_bytes = 1LL << 20;
   RelayOptions relay;
+  // Described when the tool has a SessionService.
+  SessionToolOptions sessions;
 };
 
 class RunPythonTool final : public Tool {
  public:
   RunPythonTool(exec::ExecutionService& service, RunPythonOptions options);
+  // `sessions` may be null: the server has no sessions.
+  RunPythonTool(exec::ExecutionService& service, exec::SessionService* sessions,
+                RunPythonOptions options);
   std::string name() const override { return "run_python"; }
   nlohmann::json Definition() const override;
   Result<nlohmann::json> Call(const nlohmann::json& arguments, ToolContext& context) override;
 
  private:
   exec::ExecutionService& service_;
+  exec::SessionService* const sessions_;
   const RunPythonOptions options_;
 };
 

@@ -1,8 +1,11 @@
 // How a run's result is shown to an MCP client: the CallToolResult of run_python.
 // structuredContent follows RunPythonOutputSchema(); content has one text block written for a
 // model to read (verdict, stdout, stderr, value, traceback, truncation markers), one image block
-// per figure, and each produced file as an embedded resource (text when its MIME type is text/*
-// or JSON and it is valid UTF-8, base64 blob otherwise) at sandbox://runs/<run_id>/files/<path>.
+// per figure, and each produced file as an embedded resource (ResourceContents: text for UTF-8
+// text, base64 blob otherwise) at sandbox://runs/<run_id>/files/<path>, or for a session run
+// (result.session_id set) at sandbox://sessions/<session_id>/files/<path>, where it stays
+// readable. A session run's structuredContent also has session_id, session_reset and
+// session_notice?, and its text starts with a notice when the session was restarted empty.
 // isError is true exactly when the verdict is not ok.
 // Thread-safety: stateless; safe from any thread.
 #pragma once

@@ -2,6 +2,10 @@
 // negotiated version, the client's logging level, and the requests in flight with their cancel
 // tokens. Streamable HTTP keeps one per Mcp-Session-Id, legacy SSE one per stream, stdio one per
 // process. The stateless 2026-07-28 era would build a throwaway one per request.
+//
+// The principal (whom the client acts for: its bearer token's name, "local" for stdio and for a
+// server without tokens) is fixed at creation by the transport; tools scope sandbox sessions
+// and their files by it.
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -19,9 +23,11 @@ namespace sandbox::mcp {
 
 class Session {
  public:
-  Session() = default;
+  explicit Session(std::string principal = "local") : principal_(std::move(principal)) {}
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
+
+  const std::string& principal() const { return principal_; }
 
   // True once initialize has been answered (requests other than ping need it).
   bool initialized() const;
@@ -55,6 +61,7 @@ class Session {
     std::shared_ptr<exec::CancelToken> token;
     bool cancelled = false;
   };
+  const std::string principal_;
   mutable std::mutex mu_;
   bool initialized_ = false;
   bool client_ready_ = false;

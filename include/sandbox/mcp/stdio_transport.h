@@ -2,8 +2,8 @@
 // tests): one JSON-RPC message (or 2025-03-26 batch) per line, UTF-8, no embedded newlines.
 // Nothing but protocol messages is written to `out_fd` (logs go to stderr).
 //
-// One Session for the process. tools/call runs on its own thread (TaskGroup), so a
-// notifications/cancelled read meanwhile reaches it; other requests are answered inline, in
+// One Session for the process, principal "local". tools/call runs on its own thread (TaskGroup), so
+// a notifications/cancelled read meanwhile reaches it; other requests are answered inline, in
 // order. A line longer than max_message_bytes is answered with -32600 and skipped.
 //
 // End of input: the client is done sending, not necessarily done reading, so requests in

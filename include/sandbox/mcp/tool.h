@@ -16,6 +16,7 @@ namespace sandbox::mcp {
 struct ToolContext {
   const exec::CancelToken& cancel;  // fires on notifications/cancelled or a dropped stream
   RequestNotifier& notifier;        // progress and log notifications of this request
+  const std::string& principal;     // whom the client acts for (Session::principal())
 };
 
 class Tool {

@@ -3,10 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sandbox/core/utf8.h"
 #include "sandbox/api/execute.h"
 #include "sandbox/api/snekbox.h"
 #include "sandbox/core/base64.h"
+#include "sandbox/core/utf8.h"
 
 namespace sandbox::api {
 namespace {
@@ -197,14 +197,16 @@ TEST(SnekboxResponse, MergerKeepsArrivalOrderAndCompletesFromTheResult) {
 
 exec::RunRequest Request(const json& body) {
   exec::RunRequest request;
-  auto error = ParseExecuteRequest(body, 1 << 20, request);
+  std::string session_id;
+  auto error = ParseExecuteRequest(body, 1 << 20, request, session_id);
   EXPECT_FALSE(error.has_value()) << error->message;
   return request;
 }
 
 ApiError ExecuteRefusal(const json& body, std::size_t max_code = 1 << 20) {
   exec::RunRequest request;
-  auto error = ParseExecuteRequest(body, max_code, request);
+  std::string session_id;
+  auto error = ParseExecuteRequest(body, max_code, request, session_id);
   EXPECT_TRUE(error.has_value()) << body.dump();
   return error.value_or(ApiError{});
 }
@@ -239,11 +241,80 @@ TEST(ExecuteRequest, RefusalsNameTheField) {
   EXPECT_EQ(ExecuteRefusal("print(1)").status, 400);
 }
 
-TEST(ExecuteRequest, SessionIdIsReserved) {
-  auto error = ExecuteRefusal({{"code", "1"}, {"session_id", "abc"}});
-  EXPECT_EQ(error.status, 400);
-  EXPECT_EQ(error.field, "session_id");
-  EXPECT_THAT(error.message, HasSubstr("sessions are not available yet"));
+TEST(ExecuteRequest, SessionIdAndLimits) {
+  exec::RunRequest request;
+  std::string session_id = "stale";
+  EXPECT_FALSE(ParseExecuteRequest({{"code", "1"}, {"session_id", "0a1b-c_D"}, {"timeout_s", 5}},
+                                   1 << 20, request, session_id));
+  EXPECT_EQ(session_id, "0a1b-c_D");
+  EXPECT_FALSE(ParseExecuteRequest({{"code", "1"}}, 1 << 20, request, session_id));
+  EXPECT_EQ(session_id, "");
+
+  auto limits = Request({{"code", "1"}, {"memory_bytes", 268435456}, {"output_bytes", 4096.0}});
+  EXPECT_EQ(limits.limits.memory_bytes, 268435456);
+  EXPECT_EQ(limits.limits.output_bytes, 4096);
+  EXPECT_EQ(ExecuteRefusal({{"code", "1"}, {"memory_bytes", "1G"}}).field, "memory_bytes");
+  EXPECT_EQ(ExecuteRefusal({{"code", "1"}, {"memory_bytes", 0}}).field, "memory_bytes");
+  EXPECT_EQ(ExecuteRefusal({{"code", "1"}, {"output_bytes", 1.5}}).field, "output_bytes");
+
+  auto fixed = ExecuteRefusal({{"code", "1"}, {"session_id", "abc"}, {"memory_bytes", 1 << 20}});
+  EXPECT_EQ(fixed.status, 400);
+  EXPECT_EQ(fixed.field, "memory_bytes");
+  EXPECT_THAT(fixed.message, HasSubstr("fixed when it is created"));
+  EXPECT_EQ(ExecuteRefusal({{"code", "1"}, {"session_id", 7}}).field, "session_id");
+  EXPECT_EQ(ExecuteRefusal({{"code", "1"}, {"session_id", "../x"}}).field, "session_id");
+  EXPECT_EQ(ExecuteRefusal({{"code", "1"}, {"session_id", ""}}).field, "session_id");
+}
+
+TEST(SessionCreateRequest, FieldsAndRefusals) {
+  exec::SessionCreateRequest request;
+  EXPECT_FALSE(ParseSessionCreateRequest(nullptr, request));
+  EXPECT_EQ(request.pool, "");
+  EXPECT_FALSE(request.limits.timeout_s);
+  EXPECT_FALSE(ParseSessionCreateRequest(json::object(), request));
+  EXPECT_FALSE(ParseSessionCreateRequest(
+      {{"pool", "big"}, {"timeout_s", 60}, {"memory_bytes", 1 << 30}, {"output_bytes", 65536}},
+      request));
+  EXPECT_EQ(request.pool, "big");
+  EXPECT_EQ(request.limits.timeout_s, 60);
+  EXPECT_EQ(request.limits.memory_bytes, 1 << 30);
+  EXPECT_EQ(request.limits.output_bytes, 65536);
+  auto unknown = ParseSessionCreateRequest({{"ttl", 5}}, request);
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->field, "ttl");
+  EXPECT_EQ(ParseSessionCreateRequest({{"timeout_s", 0}}, request)->field, "timeout_s");
+  EXPECT_EQ(ParseSessionCreateRequest({{"pool", 1}}, request)->field, "pool");
+  EXPECT_EQ(ParseSessionCreateRequest(json::array(), request)->status, 400);
+}
+
+TEST(SessionErrors, MapToStatuses) {
+  EXPECT_EQ(FromSessionError(Error(ErrorCode::kNotFound, "gone"), 2, 429).status, 404);
+  EXPECT_EQ(FromSessionError(Error(ErrorCode::kLimit, "4 sessions"), 2, 429).status, 429);
+  EXPECT_EQ(FromSessionError(Error(ErrorCode::kLimit, "too big"), 2, 413).status, 413);
+  auto busy = FromSessionError(Error(ErrorCode::kBusy, "running"), 3, 429);
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_EQ(busy.retry_after_s, 3);
+  EXPECT_EQ(FromSessionError(Error(ErrorCode::kConflict, "x"), 2, 429).status, 409);
+  auto invalid = FromSessionError(Error(ErrorCode::kInvalidArgument, "path: absolute"), 2, 429);
+  EXPECT_EQ(invalid.status, 400);
+  EXPECT_EQ(invalid.field, "path");
+  EXPECT_EQ(FromSessionError(Error(ErrorCode::kUnavailable, "down"), 2, 429).status, 503);
+  EXPECT_EQ(FromSessionError(Error(ErrorCode::kInternal, "bug"), 2, 429).status, 500);
+}
+
+TEST(ExecuteResult, SessionFields) {
+  exec::RunResult r = WithVerdict(exec::Verdict::kTimeout, -1);
+  auto plain = ExecuteResultJson(r);
+  EXPECT_TRUE(plain["session_id"].is_null());
+  EXPECT_EQ(plain["session_reset"], false);
+  EXPECT_TRUE(plain["session_notice"].is_null());
+  r.session_id = "abc";
+  r.session_reset = true;
+  r.session_notice = "restarted after a timeout";
+  auto in_session = ExecuteResultJson(r);
+  EXPECT_EQ(in_session["session_id"], "abc");
+  EXPECT_EQ(in_session["session_reset"], true);
+  EXPECT_EQ(in_session["session_notice"], "restarted after a timeout");
 }
 
 TEST(ExecuteRequest, OversizedCodeIs413) {

@@ -635,9 +635,18 @@ TEST_F(ApiServerTest, OpenApiDescribesEveryRoute) {
   auto doc = json::parse(res->body);
   EXPECT_EQ(doc["openapi"], "3.1.0");
   EXPECT_EQ(doc["info"]["version"], "test");
-  for (const char* path : {"/eval", "/v1/execute", "/healthz", "/openapi.json"}) {
+  for (const char* path :
+       {"/eval", "/v1/execute", "/healthz", "/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
+        "/v1/sessions/{id}/files", "/v1/sessions/{id}/files/{path}"}) {
     EXPECT_TRUE(doc["paths"].contains(path)) << path;
   }
+  EXPECT_TRUE(doc["paths"]["/v1/sessions"].contains("post"));
+  EXPECT_TRUE(doc["paths"]["/v1/sessions/{id}/files/{path}"].contains("put"));
+  EXPECT_TRUE(doc["paths"]["/v1/sessions/{id}/files/{path}"].contains("delete"));
+  EXPECT_TRUE(doc["paths"]["/v1/sessions"]["post"]["responses"].contains("429"));
+  EXPECT_TRUE(doc["components"]["schemas"]["ExecuteRequest"]["properties"].contains("session_id"));
+  EXPECT_TRUE(
+      doc["components"]["schemas"]["ExecuteResult"]["properties"].contains("session_reset"));
   const auto& ok = doc["paths"]["/v1/execute"]["post"]["responses"]["200"]["content"];
   EXPECT_TRUE(ok.contains("application/json"));
   EXPECT_TRUE(ok.contains("text/event-stream"));

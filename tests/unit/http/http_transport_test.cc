@@ -70,11 +70,13 @@ class HttpTransportTest : public ::testing::Test {
     StreamableHttpOptions streamable_options;
     streamable_options.max_body_bytes = 64 << 10;
     streamable_options.sse.poll = std::chrono::milliseconds(50);
+    streamable_options.principal = guard_->Resolver();
     streamable_ = std::make_unique<StreamableHttpTransport>(dispatcher_, streamable_options,
                                                             mcp::testing::NullLogger());
     streamable_->Register(server_, "/mcp");
     LegacySseOptions legacy_options;
     legacy_options.sse.poll = std::chrono::milliseconds(50);
+    legacy_options.principal = guard_->Resolver();
     legacy_ = std::make_unique<LegacySseTransport>(dispatcher_, legacy_options,
                                                    mcp::testing::NullLogger());
     legacy_->Register(server_, "/sse", "/messages");
@@ -111,8 +113,24 @@ class HttpTransportTest : public ::testing::Test {
     ASSERT_EQ(Post(Notification("notifications/initialized"))->status, 202);
   }
 
+  // An MCP session with a bearer token; returns its Mcp-Session-Id.
+  std::string InitializeAs(const std::string& token) {
+    auto res = Post(InitializeRequest(), {{"Authorization", "Bearer " + token}});
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? res->get_header_value("Mcp-Session-Id") : "";
+  }
+  // A tools/call answered as an SSE stream: the final message.
+  json CallAs(const std::string& token, const std::string& session, const json& call) {
+    auto res = Post(call, {{"Authorization", "Bearer " + token}, {"Mcp-Session-Id", session}});
+    EXPECT_TRUE(res && res->status == 200);
+    if (!res) return json();
+    auto events = ParseSse(res->body);
+    return events.empty() ? json() : events.back().data;
+  }
+
   FakeService service_;
-  mcp::Dispatcher dispatcher_ = mcp::testing::MakeDispatcher(service_);
+  sandbox::testing::FakeSessionService sessions_;
+  mcp::Dispatcher dispatcher_ = mcp::testing::MakeSessionDispatcher(service_, sessions_);
   std::unique_ptr<RequestGuard> guard_;
   httplib::Server server_;
   std::unique_ptr<StreamableHttpTransport> streamable_;
@@ -177,6 +195,10 @@ TEST_F(HttpTransportTest, NotificationsGet202AndRequestsJson) {
   json body = json::parse(res->body);
   EXPECT_EQ(body["id"], "a");
   EXPECT_EQ(body["result"]["tools"][0]["name"], "run_python");
+  // Session files as resources over HTTP too.
+  res = Post(Request("r", "resources/templates/list"));
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(json::parse(res->body)["result"]["resourceTemplates"].size(), 1u);
   res = Post(Notification("notifications/cancelled", {{"requestId", 99}}));
   EXPECT_EQ(res->status, 202);
   EXPECT_TRUE(res->body.empty());
@@ -286,7 +308,7 @@ TEST_F(HttpTransportTest, HostAndOriginChecks) {
 }
 
 TEST_F(HttpTransportTest, BearerTokenRequiredWhenConfigured) {
-  Start(GuardOptions{"0123456789abcdef-token", {}, {}, {"/healthz"}});
+  Start(GuardOptions{"0123456789abcdef-token", {}, {}, {"/healthz"}, {}});
   auto res = Post(InitializeRequest());
   EXPECT_EQ(res->status, 401);
   EXPECT_EQ(res->get_header_value("WWW-Authenticate").rfind("Bearer", 0), 0u);
@@ -295,6 +317,114 @@ TEST_F(HttpTransportTest, BearerTokenRequiredWhenConfigured) {
   res = Post(InitializeRequest(), {{"Authorization", "Bearer 0123456789abcdef-token"}});
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(Client().Get("/healthz")->status, 200);
+}
+
+GuardOptions TwoTokens() {
+  return GuardOptions{"",
+                      {},
+                      {},
+                      {"/healthz"},
+                      {{"alice", "alice-token-0123456789"}, {"bob", "bob-token-0123456789ab"}}};
+}
+
+TEST_F(HttpTransportTest, AnMcpSessionBelongsToTheTokenThatInitializedIt) {
+  Start(TwoTokens());
+  const std::string session = InitializeAs("alice-token-0123456789");
+  ASSERT_FALSE(session.empty());
+  // Bob's token on Alice's Mcp-Session-Id: 404, as an unknown session.
+  auto res = Post(Request(1, "ping"), {{"Authorization", "Bearer bob-token-0123456789ab"},
+                                       {"Mcp-Session-Id", session}});
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kSessionNotFound);
+  auto client = Client();
+  EXPECT_EQ(client
+                .Delete("/mcp", {{"Authorization", "Bearer bob-token-0123456789ab"},
+                                 {"Mcp-Session-Id", session}})
+                ->status,
+            404);
+  res = Post(Request(2, "ping"),
+             {{"Authorization", "Bearer alice-token-0123456789"}, {"Mcp-Session-Id", session}});
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST_F(HttpTransportTest, ToolsActForTheRequestsPrincipal) {
+  Start(TwoTokens());
+  const std::string alice = InitializeAs("alice-token-0123456789");
+  const std::string bob = InitializeAs("bob-token-0123456789ab");
+  json created = CallAs("alice-token-0123456789", alice,
+                        mcp::testing::CallTool(1, "session_create", json::object()));
+  ASSERT_FALSE(created["result"]["isError"].get<bool>()) << created;
+  const std::string id = created["result"]["structuredContent"]["session_id"];
+  json mine = CallAs("alice-token-0123456789", alice,
+                     mcp::testing::CallTool(2, "session_list", json::object()));
+  EXPECT_EQ(mine["result"]["structuredContent"]["sessions"].size(), 1u);
+  json theirs = CallAs("bob-token-0123456789ab", bob,
+                       mcp::testing::CallTool(3, "session_list", json::object()));
+  EXPECT_TRUE(theirs["result"]["structuredContent"]["sessions"].empty());
+  json run = CallAs("bob-token-0123456789ab", bob,
+                    mcp::testing::CallTool(4, "run_python", {{"code", "1"}, {"session_id", id}}));
+  EXPECT_TRUE(run["result"]["isError"].get<bool>());
+  EXPECT_EQ(sessions_.calls().front(), "Create alice ");
+  EXPECT_EQ(sessions_.calls().back(), "Run bob " + id);
+  // The session outlives the MCP session: a new MCP session of the same token reaches it.
+  EXPECT_EQ(Client()
+                .Delete("/mcp", {{"Authorization", "Bearer alice-token-0123456789"},
+                                 {"Mcp-Session-Id", alice}})
+                ->status,
+            200);
+  const std::string again = InitializeAs("alice-token-0123456789");
+  json reconnected =
+      CallAs("alice-token-0123456789", again,
+             mcp::testing::CallTool(5, "run_python", {{"code", "1"}, {"session_id", id}}));
+  EXPECT_FALSE(reconnected["result"]["isError"].get<bool>()) << reconnected;
+}
+
+TEST_F(HttpTransportTest, WithoutTokensTheSessionsAreLocal) {
+  Start();
+  Initialize();
+  auto res = Post(mcp::testing::CallTool(1, "session_create", json::object()));
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(sessions_.calls().front(), "Create local ");
+}
+
+TEST_F(HttpTransportTest, LegacySseSessionBelongsToTheStreamsToken) {
+  Start(TwoTokens());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string received;
+  std::atomic<bool> stop{false};
+  std::thread stream([&] {
+    auto client = Client();
+    client.Get(
+        "/sse",
+        {{"Accept", "text/event-stream"}, {"Authorization", "Bearer alice-token-0123456789"}},
+        [&](const char* data, std::size_t n) {
+          std::lock_guard lock(mu);
+          received.append(data, n);
+          cv.notify_all();
+          return !stop.load();
+        });
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30),
+                            [&] { return received.find("\n\n") != std::string::npos; }));
+  }
+  std::string endpoint;
+  {
+    std::lock_guard lock(mu);
+    endpoint = ParseSse(received)[0].data.get<std::string>();
+  }
+  auto client = Client();
+  auto res = client.Post(endpoint, {{"Authorization", "Bearer bob-token-0123456789ab"}},
+                         InitializeRequest("2024-11-05").dump(), "application/json");
+  EXPECT_EQ(res->status, 404);
+  res = client.Post(endpoint, {{"Authorization", "Bearer alice-token-0123456789"}},
+                    InitializeRequest("2024-11-05").dump(), "application/json");
+  EXPECT_EQ(res->status, 202);
+  stop = true;
+  legacy_->Shutdown();
+  stream.join();
 }
 
 TEST_F(HttpTransportTest, LegacySseEndpointAndMessageFlow) {

@@ -26,14 +26,14 @@ TEST(RequestGuardTest, AcceptsLoopbackHostsOnly) {
 }
 
 TEST(RequestGuardTest, AllowedHostsExtendTheList) {
-  RequestGuard guard(GuardOptions{"", {"sandbox.internal", "box:9000"}, {}, {}});
+  RequestGuard guard(GuardOptions{"", {"sandbox.internal", "box:9000"}, {}, {}, {}});
   EXPECT_FALSE(Check(guard, "sandbox.internal:8080"));
   EXPECT_FALSE(Check(guard, "box:9000"));
   EXPECT_TRUE(Check(guard, "box:9001"));
 }
 
 TEST(RequestGuardTest, OriginAbsentOrLoopbackOrAllowed) {
-  RequestGuard guard(GuardOptions{"", {}, {"https://app.example.com"}, {}});
+  RequestGuard guard(GuardOptions{"", {}, {"https://app.example.com"}, {}, {}});
   EXPECT_FALSE(Check(guard, "localhost"));
   EXPECT_FALSE(Check(guard, "localhost", "http://localhost:6274"));
   EXPECT_FALSE(Check(guard, "localhost", "http://127.0.0.1:8080"));
@@ -48,7 +48,7 @@ TEST(RequestGuardTest, OriginAbsentOrLoopbackOrAllowed) {
 }
 
 TEST(RequestGuardTest, BearerTokenWhenConfigured) {
-  RequestGuard guard(GuardOptions{"s3cret-token-0123456789", {}, {}, {"/healthz"}});
+  RequestGuard guard(GuardOptions{"s3cret-token-0123456789", {}, {}, {"/healthz"}, {}});
   EXPECT_EQ(Check(guard, "localhost")->status, 401);
   EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer wrong")->status, 401);
   EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer s3cret-token-012345678")->status, 401);
@@ -59,6 +59,42 @@ TEST(RequestGuardTest, BearerTokenWhenConfigured) {
   EXPECT_FALSE(Check(guard, "10.1.2.3", std::nullopt, "", "/healthz"));
   // Host is checked before the token: a rebinding attempt learns nothing about auth.
   EXPECT_EQ(Check(guard, "evil.example.com")->status, 403);
+}
+
+TEST(RequestGuardTest, NamedTokensAreEachAPrincipal) {
+  RequestGuard guard(
+      GuardOptions{"s3cret-token-0123456789",
+                   {},
+                   {},
+                   {"/healthz"},
+                   {{"alice", "alice-token-0123456789"}, {"bob", "bob-token-0123456789ab"}}});
+  EXPECT_TRUE(guard.authenticates());
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer alice-token-0123456789"));
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer bob-token-0123456789ab"));
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer s3cret-token-0123456789"));
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer carol-token-0123456789")->status, 401);
+  EXPECT_EQ(Check(guard, "localhost")->status, 401);
+
+  EXPECT_EQ(guard.Principal("Bearer alice-token-0123456789"), "alice");
+  EXPECT_EQ(guard.Principal("bearer  bob-token-0123456789ab "), "bob");
+  EXPECT_EQ(guard.Principal("Bearer s3cret-token-0123456789"), "default");
+  EXPECT_EQ(guard.Principal("Bearer alice-token-012345678"), "");  // a prefix is no match
+  EXPECT_EQ(guard.Principal(""), "");
+  EXPECT_EQ(guard.Resolver()("Bearer alice-token-0123456789"), "alice");
+}
+
+TEST(RequestGuardTest, NamedTokensWithoutTheDefaultToken) {
+  RequestGuard guard(GuardOptions{"", {}, {}, {}, {{"ci", "ci-token-0123456789abc"}}});
+  EXPECT_EQ(Check(guard, "localhost")->status, 401);
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer ci-token-0123456789abc"));
+  EXPECT_EQ(guard.Principal("Bearer ci-token-0123456789abc"), "ci");
+}
+
+TEST(RequestGuardTest, WithoutTokensEveryoneIsLocal) {
+  RequestGuard guard(GuardOptions{});
+  EXPECT_FALSE(guard.authenticates());
+  EXPECT_EQ(guard.Principal(""), "local");
+  EXPECT_EQ(guard.Principal("Bearer anything-at-all-1234"), "local");
 }
 
 }  // namespace

@@ -125,7 +125,11 @@ TEST_F(DispatcherTest, ToolArgumentErrorsNameTheField) {
           .find("files[0].content_base64"),
       std::string::npos);
   EXPECT_NE(ErrorMessage(Call({{"code", "1"}, {"session_id", "s"}}))
-                .find("sessions are not available yet"),
+                .find("sessions are disabled on this server"),
+            std::string::npos);
+  EXPECT_NE(ErrorMessage(Call({{"code", "1"}, {"memory_bytes", "lots"}})).find("memory_bytes"),
+            std::string::npos);
+  EXPECT_NE(ErrorMessage(Call({{"code", "1"}, {"output_bytes", -5}})).find("output_bytes"),
             std::string::npos);
   EXPECT_NE(ErrorMessage(Call({{"code", "1"}, {"bogus", 1}})).find("bogus"), std::string::npos);
   EXPECT_EQ(Call({{"code", 5}})["error"]["code"], rpc_code::kInvalidParams);

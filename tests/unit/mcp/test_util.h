@@ -1,5 +1,6 @@
 // Helpers for the MCP unit tests: an Outbound that records messages, and a dispatcher with the
-// real run_python and sandbox_info tools over a FakeService.
+// real run_python and sandbox_info tools over a FakeService (and, for session tests, the
+// session tools and resources over a FakeSessionService).
 #pragma once
 
 #include <spdlog/sinks/null_sink.h>
@@ -14,6 +15,9 @@
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
+#include "sandbox/mcp/session_resources.h"
+#include "sandbox/mcp/session_tools.h"
+#include "support/fake_session_service.h"
 #include "unit/mcp/fake_service.h"
 
 namespace sandbox::mcp::testing {
@@ -60,6 +64,31 @@ inline Dispatcher MakeDispatcher(FakeService& service, RelayOptions relay = {}) 
   tools.Add(std::make_unique<RunPythonTool>(service, options));
   tools.Add(std::make_unique<SandboxInfoTool>(service));
   return Dispatcher(ServerIdentity{}, std::move(tools), NullLogger());
+}
+
+// The server's set-up with sessions: run_python with sessions, sandbox_info, the session tools
+// and the session resources.
+inline Dispatcher MakeSessionDispatcher(FakeService& service,
+                                        sandbox::testing::FakeSessionService& sessions,
+                                        std::size_t page_size = 100,
+                                        SessionToolOptions options = {}) {
+  ToolRegistry tools;
+  RunPythonOptions run_options;
+  run_options.sessions = options;
+  tools.Add(std::make_unique<RunPythonTool>(service, &sessions, run_options));
+  tools.Add(std::make_unique<SandboxInfoTool>(service));
+  for (auto& tool : MakeSessionTools(sessions, options)) tools.Add(std::move(tool));
+  ResourceRegistry resources;
+  resources.Add(
+      std::make_unique<SessionResourceProvider>(sessions, SessionResourceOptions{page_size}));
+  return Dispatcher(ServerIdentity{}, std::move(tools), std::move(resources), NullLogger());
+}
+
+inline json CallTool(const json& id, const std::string& name, json arguments) {
+  return json{{"jsonrpc", "2.0"},
+              {"id", id},
+              {"method", "tools/call"},
+              {"params", {{"name", name}, {"arguments", std::move(arguments)}}}};
 }
 
 inline json Request(const json& id, const std::string& method, json params = json::object()) {
