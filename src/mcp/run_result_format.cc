@@ -171,9 +171,9 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
   if (r.session_reset) {
     text += "[SESSION RESTARTED EMPTY: this run ended the interpreter of session " +
             RepairUtf8(r.session_id) +
-            "; it was restarted with no variables, no imports and no files. The session_id "
-            "still works: redo the set-up (imports, loading or uploading data) before going "
-            "on.";
+            ", so the session was restarted empty: no variables, no imports, no files. The "
+            "session_id still works: redo the set-up (imports, loading or uploading data) "
+            "before going on.";
     if (!r.session_notice.empty()) text += " (" + RepairUtf8(r.session_notice) + ")";
     text += "]\n";
   } else if (!r.session_notice.empty()) {

@@ -87,7 +87,8 @@ Result<json> SessionCreateTool::Call(const json& arguments, ToolContext& context
   if (!info.ok()) {
     if (info.error().code() == ErrorCode::kInvalidArgument) return info.error();
     std::string text = SessionFailureText(info.error(), "", options_);
-    if (info.error().code() == ErrorCode::kLimit) {
+    if (info.error().code() == ErrorCode::kLimit &&
+        info.error().message().find("session_close") == std::string::npos) {
       text +=
           "\nClose a session you no longer need with session_close (session_list shows "
           "yours), or reuse one of them with run_python's session_id.";

@@ -26,16 +26,14 @@ std::string SessionFailureText(const Error& error, const std::string& session_id
       return message + "\nSessions end when closed, after " +
              detail::ExactSeconds(options.idle_timeout.count()) + " without a call, or " +
              detail::ExactSeconds(options.max_lifetime.count()) +
-             " after creation. Call session_list to see your sessions, or session_create to "
-             "start a new one (then upload its files again).";
+             " after creation. session_list shows your live sessions; session_create starts a "
+             "new one (upload its files again).";
     case ErrorCode::kLimit:
       return message;
     case ErrorCode::kBusy:
-      if (session_id.empty()) {
-        return message + "\nNo sandbox was free in time; try again shortly.";
-      }
-      return message + "\nAnother call is still running in session " + session_id +
-             " (calls on one session run one at a time); wait for it to finish, then retry.";
+      if (session_id.empty()) return message + "\nNo sandbox was free in time; try again shortly.";
+      return message + "\nCalls on one session run one at a time: wait for the running call to "
+             "finish, then retry.";
     case ErrorCode::kUnavailable:
       return "The sandbox engine is unavailable: " + message + "\nTry again later.";
     case ErrorCode::kCancelled:

@@ -286,7 +286,7 @@ TEST_F(SessionToolsTest, ARunKilledByALimitSaysTheSessionWasRestartedEmpty) {
   EXPECT_EQ(s["session_reset"], true);
   const std::string text = Text(result);
   EXPECT_EQ(text.rfind("[SESSION RESTARTED EMPTY", 0), 0u) << text;
-  EXPECT_TRUE(Contains(text, "no variables, no imports and no files"));
+  EXPECT_TRUE(Contains(text, "restarted empty: no variables, no imports, no files"));
   EXPECT_TRUE(Contains(text, id));
   // The fake, like the engine, emptied it; the session itself lives on.
   EXPECT_TRUE(
