@@ -259,6 +259,7 @@ json Dispatcher::HandleResources(Session& session, const std::string& method, co
           RpcError{rpc_code::kResourceNotFound, "Resource not found: " + read.error().message()},
           json{{"uri", uri_text}});
     case ErrorCode::kInvalidArgument:
+    case ErrorCode::kLimit:  // e.g. a file above the download limit: this read cannot succeed
       return InvalidParams(id, read.error().message());
     default:
       logger_->warn("resources/read {}: {}", uri_text, read.error().ToString());

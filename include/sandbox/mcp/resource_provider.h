@@ -38,8 +38,8 @@ class ResourceProvider {
   // Whether `uri` is in this provider's namespace (the registry reads it from the first that is).
   virtual bool Owns(std::string_view uri) const = 0;
   // The `contents` array of a resources/read result: [{uri, mimeType?, text | blob}].
-  // kNotFound -> -32002 "Resource not found" (with the uri in data), kInvalidArgument -> -32602,
-  // anything else -> -32603 with the message.
+  // kNotFound -> -32002 "Resource not found" (with the uri in data), kInvalidArgument and kLimit
+  // -> -32602, anything else -> -32603 with the message.
   virtual Result<nlohmann::json> Read(const std::string& principal, const std::string& uri) = 0;
 };
 
