@@ -32,7 +32,8 @@ std::string SessionFailureText(const Error& error, const std::string& session_id
       return message;
     case ErrorCode::kBusy:
       if (session_id.empty()) return message + "\nNo sandbox was free in time; try again shortly.";
-      return message + "\nCalls on one session run one at a time: wait for the running call to "
+      return message +
+             "\nCalls on one session run one at a time: wait for the running call to "
              "finish, then retry.";
     case ErrorCode::kUnavailable:
       return "The sandbox engine is unavailable: " + message + "\nTry again later.";

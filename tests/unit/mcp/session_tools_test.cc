@@ -522,8 +522,8 @@ TEST_F(SessionToolsTest, ResourcesReadAndTemplates) {
     EXPECT_TRUE(Contains(error["error"]["message"], "Resource not found")) << error;
   }
   sessions_.AddFile(id, "huge.bin", std::string((1 << 20) + 1, 'x'));
-  json huge = Send(Request(8, "resources/read",
-                           {{"uri", "sandbox://sessions/" + id + "/files/huge.bin"}}));
+  json huge =
+      Send(Request(8, "resources/read", {{"uri", "sandbox://sessions/" + id + "/files/huge.bin"}}));
   EXPECT_EQ(huge["error"]["code"], rpc_code::kInvalidParams);
   EXPECT_TRUE(Contains(huge["error"]["message"], "download limit"));
   // Another principal cannot read it.
