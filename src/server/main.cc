@@ -223,9 +223,10 @@ int main(int argc, char** argv) {
 
   // Stateful sessions, behind the exec::SessionService interface; null while sessions are off
   // (sessions.enabled false), and then no session tool, resource or route is offered.
-  // TODO(lead): SessionManager - construct it here when config.sessions.enabled (e.g. a
-  // std::unique_ptr<service::SessionManager> created from config, **client and the pools) and
-  // point `sessions` at it; shut it down next to (*service)->Shutdown() below.
+  // TODO(lead): SessionManager - when config.sessions.enabled, create it here with
+  // service::SessionManager::Create(config, **client, **service, service_options, logger),
+  // Start() it, point `sessions` at it, and Shutdown() it before (*service)->Shutdown() on both
+  // exit paths (stdio and HTTP) below.
   sandbox::exec::SessionService* sessions = nullptr;
   if (config.sessions.enabled && sessions == nullptr) {
     logger->warn("sessions.enabled is set but this build has no session engine yet; sessions off");
