@@ -34,6 +34,7 @@
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
 #include "sandbox/service/sandbox_service.h"
+#include "sandbox/service/session_manager.h"
 
 #ifndef SANDBOX_SOURCE_POLICY_DIR
 #define SANDBOX_SOURCE_POLICY_DIR "policies"
@@ -223,14 +224,21 @@ int main(int argc, char** argv) {
 
   // Stateful sessions, behind the exec::SessionService interface; null while sessions are off
   // (sessions.enabled false), and then no session tool, resource or route is offered.
-  // TODO(lead): SessionManager - when config.sessions.enabled, create it here with
-  // service::SessionManager::Create(config, **client, **service, service_options, logger),
-  // Start() it, point `sessions` at it, and Shutdown() it before (*service)->Shutdown() on both
-  // exit paths (stdio and HTTP) below.
+  std::unique_ptr<sandbox::service::SessionManager> session_manager;
   sandbox::exec::SessionService* sessions = nullptr;
-  if (config.sessions.enabled && sessions == nullptr) {
-    logger->warn("sessions.enabled is set but this build has no session engine yet; sessions off");
+  if (config.sessions.enabled) {
+    auto manager = sandbox::service::SessionManager::Create(config, **client, **service,
+                                                            service_options, logger);
+    if (!manager.ok()) return Fail(logger, manager.error());
+    session_manager = std::move(*manager);
+    session_manager->Start();
+    sessions = session_manager.get();
   }
+  // Sessions end (their containers go) before the pools they came from stop.
+  auto shutdown_engine = [&] {
+    if (session_manager) session_manager->Shutdown();
+    (*service)->Shutdown();
+  };
 
   sandbox::mcp::Dispatcher dispatcher =
       MakeDispatcher(config, **service, sessions, conformance_fixtures, logger);
@@ -254,7 +262,7 @@ int main(int argc, char** argv) {
     // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
-    (*service)->Shutdown();
+    shutdown_engine();
     logger->info("stopped; all sandbox containers removed");
     return 0;
   }
@@ -336,7 +344,7 @@ int main(int argc, char** argv) {
   logger->info("HTTP server stopped; stopping the pools");
 
   signal_thread.join();
-  (*service)->Shutdown();
+  shutdown_engine();
   logger->info("stopped; all sandbox containers removed");
   return 0;
 }
