@@ -314,6 +314,13 @@ int main(int argc, char** argv) {
                        {"starting", stats.starting}});
     }
     body["pools"] = pools;
+    if (session_manager) {
+      auto st = session_manager->stats();
+      body["sessions"] = {{"active", st.active},
+                          {"created_total", st.created_total},
+                          {"expired_total", st.expired_total},
+                          {"restarts_total", st.restarts_total}};
+    }
     res.status = ping.ok() ? 200 : 503;
     res.set_content(body.dump(), "application/json");
   });
