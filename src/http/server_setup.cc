@@ -2,12 +2,15 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+
 namespace sandbox::http {
 
 void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
                          const RequestGuard& guard) {
   // The Debian .so ignores CPPHTTPLIB_THREAD_POOL_COUNT; only new_task_queue sizes the pool.
-  const auto threads = static_cast<std::size_t>(options.threads > 0 ? options.threads : 1);
+  const auto threads = static_cast<std::size_t>(std::max(options.threads, 1)) +
+                       static_cast<std::size_t>(std::max(options.stream_workers, 0));
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(static_cast<std::size_t>(options.max_body_bytes));
   server.set_read_timeout(options.read_timeout_s, 0);

@@ -18,6 +18,7 @@
 
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
@@ -222,20 +223,27 @@ int main(int argc, char** argv) {
                                                                 {"/healthz"}});
   sandbox::http::HttpServerOptions http_options;
   http_options.threads = config.server.http_threads;
+  // A worker per stream slot on top of http_threads: open streams never starve other requests.
+  http_options.stream_workers = config.server.max_streams;
+  auto stream_slots =
+      std::make_shared<sandbox::SlotLimiter>(static_cast<std::size_t>(config.server.max_streams));
   http_options.max_body_bytes = config.server.max_body_bytes;
   httplib::Server http;
   sandbox::http::ConfigureHttpServer(http, http_options, guard);
 
   sandbox::http::StreamableHttpOptions streamable_options;
   streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  streamable_options.stream_slots = stream_slots;
   sandbox::http::StreamableHttpTransport streamable(dispatcher, streamable_options, logger);
   streamable.Register(http, "/mcp");
   sandbox::http::LegacySseOptions legacy_options;
   legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  legacy_options.stream_slots = stream_slots;
   sandbox::http::LegacySseTransport legacy(dispatcher, legacy_options, logger);
   legacy.Register(http, "/sse", "/messages");
   sandbox::api::ApiOptions api_options;
   api_options.version = SANDBOX_VERSION;
+  api_options.stream_slots = stream_slots;
   sandbox::api::HttpApi http_api(**service, api_options, logger);
   http_api.Register(http);  // /eval, /v1/execute, /openapi.json
 

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "sandbox/api/snekbox.h"
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/exec/execution_service.h"
 
 namespace httplib {
@@ -60,6 +61,10 @@ struct ApiOptions {
   std::chrono::milliseconds sse_keepalive{15000};
   std::chrono::milliseconds sse_poll{1000};
   std::chrono::milliseconds sse_start_wait{10000};
+  // Each run in progress (/eval, /v1/execute in both modes, waiting for a sandbox included)
+  // holds an HTTP worker, so it holds a slot too, shared with the MCP streams; none free: 503
+  // with Retry-After. Null: no bound.
+  std::shared_ptr<SlotLimiter> stream_slots;
 };
 
 class HttpApi {
@@ -83,7 +88,10 @@ class HttpApi {
   class Registry;
 
  private:
-  void ServeStream(exec::RunRequest request, httplib::Response& res);
+  void ServeStream(exec::RunRequest request, httplib::Response& res,
+                   std::shared_ptr<SlotLimiter::Slot> slot);
+  // A slot of options_.stream_slots; nullptr when none is free or there is no limit.
+  std::shared_ptr<SlotLimiter::Slot> TakeSlot() const;
 
   exec::ExecutionService& service_;
   const ApiOptions options_;

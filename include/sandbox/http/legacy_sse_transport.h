@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"
@@ -33,6 +34,9 @@ struct LegacySseOptions {
   std::size_t max_body_bytes = 8 << 20;
   std::size_t max_sessions = 1000;
   std::size_t max_concurrent_calls = 256;
+  // Each open stream holds a slot (it holds an HTTP worker for its life); none free: 503.
+  // Shared with the other transports; null: no bound but max_sessions.
+  std::shared_ptr<SlotLimiter> stream_slots;
   SseOptions sse;
 };
 

@@ -2,6 +2,12 @@
 // SSE streams (each holds a worker for its life) never starve short requests such as a
 // notifications/cancelled POST, a request body limit (413 beyond it), timeouts that suit long
 // streams, keep-alive, and the RequestGuard.
+//
+// httplib serves a connection on one worker from its request to the end of its keep-alive wait,
+// and queues new connections while every worker is busy, with no bound. So streams (and runs)
+// are bounded by a SlotLimiter of `stream_workers` slots, which refuses the one beyond with 503,
+// and the server gets `threads` workers on top of one per slot: with every slot taken, `threads`
+// workers are still there for everything else.
 // Thread-safety: call before listening, from the thread that owns the server.
 #pragma once
 
@@ -17,7 +23,8 @@ class Server;
 namespace sandbox::http {
 
 struct HttpServerOptions {
-  int threads = 64;                         // workers; one per open stream or request
+  int threads = 64;        // workers for ordinary requests (and idle keep-alive connections)
+  int stream_workers = 0;  // added to them: one per slot of the stream limit
   std::int64_t max_body_bytes = 8LL << 20;  // larger bodies get 413
   int read_timeout_s = 30;                  // to receive a request
   int write_timeout_s = 30;                 // for one write to a slow client
