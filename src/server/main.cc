@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
     http.stop();
   });
 
-  if (!http.bind_to_port(config.server.listen_host, config.server.listen_port)) {
+  if (sandbox::http::BindServer(http, config.server.listen_host, config.server.listen_port) < 0) {
     logger->critical("cannot listen on {}:{}", config.server.listen_host,
                      config.server.listen_port);
     pthread_kill(signal_thread.native_handle(), SIGTERM);

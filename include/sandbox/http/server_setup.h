@@ -11,8 +11,11 @@
 // Thread-safety: call before listening, from the thread that owns the server.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "sandbox/http/request_guard.h"
 
@@ -38,5 +41,12 @@ struct HttpServerOptions {
 // `guard` must outlive the server (the pre-routing handler refers to it).
 void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
                          const RequestGuard& guard);
+
+// Binds `server` to host:port (port 0: any free one) with a listen backlog of `backlog`, in
+// place of bind_to_port(). httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+// compiled into Debian's library): of more connections arriving at once than its acceptor has
+// taken, the kernel drops the rest, and their clients retry a second or more later. Returns
+// the bound port, or -1.
+int BindServer(httplib::Server& server, const std::string& host, int port, int backlog = SOMAXCONN);
 
 }  // namespace sandbox::http

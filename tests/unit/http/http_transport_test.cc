@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -438,6 +439,51 @@ TEST_F(HttpTransportTest, StreamsBeyondTheLimitGet503AndOtherRequestsAreServed) 
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(slots_->in_use(), 0u);
+}
+
+// httplib listens with a backlog of 5; more connections arriving before its acceptor takes
+// them were dropped by the kernel (their clients retry a second or more later). BindServer
+// raises the backlog: a burst of 64 connections completes while nothing accepts.
+TEST(ServerSetupTest, ABurstOfConnectionsIsQueuedNotDropped) {
+  httplib::Server server;
+  const int port = BindServer(server, "127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  std::vector<int> fds;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    // A dropped handshake would block connect() until the kernel gives up: fail instead.
+    timeval timeout{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0)
+        << "connection " << i << " was not queued";
+  }
+  // The acceptor then serves them (and owns the listening socket, which stop() closes).
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  // The others close at once, so no worker waits on them for a request that never comes.
+  const int last = fds.back();
+  fds.pop_back();
+  for (int fd : fds) ::close(fd);
+  std::thread acceptor([&] { server.listen_after_bind(); });
+  const std::string request =
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(last, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  char buf[64] = {};
+  timeval timeout{30, 0};
+  ::setsockopt(last, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  EXPECT_GT(::recv(last, buf, sizeof(buf) - 1, 0), 0);
+  EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 200", 0), 0u) << buf;
+  ::close(last);
+  server.stop();
+  acceptor.join();
 }
 
 }  // namespace
