@@ -570,8 +570,13 @@ async function streamsTest(server, k) {
     }
   };
   const base = await timeHealthz(5000);
+  const tOpen = now();
   for (let i = 0; i < k; i++) await open();
-  await sleep(2000);
+  // Until every stream has its answer (its first event, or a refusal), at most 20 s.
+  while (served + refused < k && now() - tOpen < 20_000) await sleep(20);
+  const openMs = now() - tOpen;
+  const allAnswered = served + refused >= k;
+  await sleep(500);
   const servedBefore = served;
   const refusedBefore = refused;
   const during = await timeHealthz(10_000);
@@ -592,7 +597,7 @@ async function streamsTest(server, k) {
   for (const { req } of sockets) req.destroy();
   const after = await timeHealthz(60_000);
   const afterMs = now() - tClose;
-  return { k, served: servedBefore, refused: refusedBefore, extra, base, during, after, afterMs };
+  return { k, served: servedBefore, refused: refusedBefore, openMs, allAnswered, extra, base, during, after, afterMs };
 }
 
 // ---------------------------------------------------------------- main
@@ -778,7 +783,7 @@ function render() {
     const d = (x) => (x.status ? `${fmtMs(x.ms)} ms` : `no answer in ${fmtMs(x.ms)} ms`);
     p(`| /healthz with no stream open | ${d(st.main.base)} |`);
     p(`| /healthz with ${st.control.k} GET /sse streams open | ${d(st.control.during)} (${st.control.served} streams got their first event) |`);
-    p(`| /healthz with ${st.main.k} GET /sse streams open | ${d(st.main.during)} (${st.main.served} streams got their first event${st.main.refused ? `, ${st.main.refused} refused` : ''}); after closing them: ${d(st.main.after)} |`);
+    p(`| /healthz with ${st.main.k} GET /sse streams open | ${d(st.main.during)} (${st.main.served} streams got their first event${st.main.refused ? `, ${st.main.refused} refused` : ''}; ${st.main.allAnswered ? `all ${st.main.k} answered ${fmtMs(st.main.openMs)} ms after the first request` : 'not all answered within 20 s'}); after closing them: ${d(st.main.after)} |`);
     if (st.main.extra !== undefined) p(`| GET /sse number ${st.main.k + 1} | ${st.main.extra === null ? 'no answer within 10 s' : `HTTP ${st.main.extra}`} |`);
   }
   p();
