@@ -151,6 +151,16 @@ ApiError ShuttingDown() {
   return error;
 }
 
+ApiError TooManyStreams(std::size_t limit) {
+  ApiError error;
+  error.status = 503;
+  error.message = std::to_string(limit) +
+                  " streams and runs are in progress, the most this server serves at once "
+                  "(server.max_streams); retry later";
+  error.retry_after_s = 1;
+  return error;
+}
+
 ApiError UnsupportedMediaType(const httplib::Request& req) {
   ApiError error;
   error.status = 415;
@@ -285,6 +295,11 @@ void HttpApi::Register(httplib::Server& server) {
       return SendSnekboxError(res, refused->title, *refused);
     }
     if (plan.immediate_failure) return SendJson(res, 200, EvalFailure(*plan.immediate_failure));
+    auto slot = TakeSlot();
+    if (options_.stream_slots && !slot) {
+      return SendSnekboxError(res, "503 Service Unavailable",
+                              TooManyStreams(options_.stream_slots->capacity()));
+    }
     Registration run(registry_);
     if (!run.ok()) return SendSnekboxError(res, "503 Service Unavailable", ShuttingDown());
     OutputMerger merger;
@@ -339,8 +354,12 @@ void HttpApi::Register(httplib::Server& server) {
         return service.Run(request, observer, cancel);
       };
     }
+    auto slot = TakeSlot();
+    if (options_.stream_slots && !slot) {
+      return SendApiError(res, TooManyStreams(options_.stream_slots->capacity()));
+    }
     if (WantsEventStream(req.get_header_value("Accept"))) {
-      return ServeStream(std::move(run_function), in_session, res);
+      return ServeStream(std::move(run_function), in_session, res, std::move(slot));
     }
     Registration run(registry_);
     if (!run.ok()) return SendApiError(res, ShuttingDown());
@@ -362,7 +381,12 @@ void HttpApi::Register(httplib::Server& server) {
   RegisterSessions(server);
 }
 
-void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& res) {
+std::shared_ptr<SlotLimiter::Slot> HttpApi::TakeSlot() const {
+  return options_.stream_slots ? options_.stream_slots->TryAcquire() : nullptr;
+}
+
+void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& res,
+                          std::shared_ptr<SlotLimiter::Slot> slot) {
   auto registration = std::make_shared<Registration>(registry_);
   if (!registration->ok()) return SendApiError(res, ShuttingDown());
   auto state = std::make_shared<StreamState>();
@@ -419,7 +443,8 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
   // Exactly "text/event-stream": with a charset parameter httplib would compress the stream.
   res.set_chunked_content_provider(
       "text/event-stream",
-      [state, last_write, poll, keepalive, logger](std::size_t, httplib::DataSink& sink) {
+      [state, last_write, poll, keepalive, logger, slot = std::move(slot)](
+          std::size_t, httplib::DataSink& sink) {
         std::string out;
         bool done = false;
         {

@@ -190,6 +190,7 @@ Status ApplyServer(const json& doc, const std::string& path, ServerConfig& serve
   SANDBOX_RETURN_IF_ERROR(r.Read("token", server.token));
   SANDBOX_RETURN_IF_ERROR(r.Read("tokens", server.tokens));
   SANDBOX_RETURN_IF_ERROR(r.Read("http_threads", server.http_threads));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_streams", server.max_streams));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_body_bytes", server.max_body_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_origins", server.allowed_origins));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_hosts", server.allowed_hosts));
@@ -420,6 +421,10 @@ Status Validate(const Config& config) {
     if (token == s.token) return Invalid("server.tokens." + name, "repeats server.token");
   }
   if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");
+  // Each slot costs a thread for the server's life.
+  if (s.max_streams < 1 || s.max_streams > 4096) {
+    return Invalid("server.max_streams", "must be 1-4096");
+  }
   if (s.max_body_bytes < 1024) return Invalid("server.max_body_bytes", "must be at least 1024");
   const auto& d = config.docker;
   if (d.host.rfind("unix://", 0) != 0 && d.host.rfind("tcp://", 0) != 0) {

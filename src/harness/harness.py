@@ -1489,7 +1489,8 @@ class _FigureCapture:
         dpi = fit_dpi(w_in, h_in, self.cfg["dpi"], self.cfg["max_width_px"],
                       self.cfg["max_height_px"])
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi)
+        # zlib level 1, not PIL's default 6: ~10 ms less per figure, for a PNG ~25% larger.
+        fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
         data = buf.getvalue()
         size = png_size(data)
         if size is None or size[0] > self.cfg["max_width_px"] or size[1] > self.cfg["max_height_px"]:

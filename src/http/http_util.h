@@ -17,6 +17,18 @@ inline void SendRpcError(httplib::Response& res, int status, int code, const std
   res.set_content(mcp::DumpJson(mcp::MakeError(id, {code, message})), "application/json");
 }
 
+// 503 for a stream beyond the server's stream limit (server.max_streams): refused at once
+// rather than queued behind the open ones for an HTTP worker.
+inline void SendTooManyStreams(httplib::Response& res, std::size_t limit,
+                               const nlohmann::json& id = nullptr) {
+  res.set_header("Retry-After", "1");
+  SendRpcError(res, 503, mcp::rpc_code::kServerError,
+               "Service Unavailable: " + std::to_string(limit) +
+                   " streams are open, the most this server serves at once "
+                   "(server.max_streams); retry later",
+               id);
+}
+
 inline void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(mcp::DumpJson(body), "application/json");

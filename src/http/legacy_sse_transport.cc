@@ -89,6 +89,14 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
     detail::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
     return;
   }
+  std::shared_ptr<SlotLimiter::Slot> slot;
+  if (options_.stream_slots) {
+    slot = options_.stream_slots->TryAcquire();
+    if (!slot) {
+      detail::SendTooManyStreams(res, options_.stream_slots->capacity());
+      return;
+    }
+  }
   auto session = std::make_shared<LegacySession>(PrincipalOf(req));
   session->id = mcp::RandomHexId(32);
   session->channel = std::make_shared<SseChannel>();
@@ -108,7 +116,7 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
     logger_->info("legacy SSE stream closed by the client; session ended");
     RemoveSession(id);
   });
-  ServeSse(res, session->channel, options_.sse);
+  ServeSse(res, session->channel, options_.sse, std::move(slot));
 }
 
 void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Response& res) {

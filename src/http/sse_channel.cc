@@ -80,7 +80,7 @@ std::string FormatSseEvent(std::string_view event, std::string_view data) {
 }
 
 void ServeSse(httplib::Response& res, const std::shared_ptr<SseChannel>& channel,
-              SseOptions options) {
+              SseOptions options, std::shared_ptr<const void> hold) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -89,7 +89,8 @@ void ServeSse(httplib::Response& res, const std::shared_ptr<SseChannel>& channel
   // Exactly "text/event-stream": with a charset parameter httplib would compress the stream.
   res.set_chunked_content_provider(
       "text/event-stream",
-      [channel, options, last_write](std::size_t /*offset*/, httplib::DataSink& sink) {
+      [channel, options, last_write, hold = std::move(hold)](std::size_t /*offset*/,
+                                                             httplib::DataSink& sink) {
         std::string data;
         switch (channel->Take(data, options.poll)) {
           case SseChannel::Next::kData:

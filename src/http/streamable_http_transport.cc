@@ -242,8 +242,16 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
 
 void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& session, json message,
                                          httplib::Response& res) {
-  auto channel = std::make_shared<SseChannel>();
   const json id = message["id"];
+  std::shared_ptr<SlotLimiter::Slot> slot;
+  if (options_.stream_slots) {
+    slot = options_.stream_slots->TryAcquire();
+    if (!slot) {
+      detail::SendTooManyStreams(res, options_.stream_slots->capacity(), id);
+      return;
+    }
+  }
+  auto channel = std::make_shared<SseChannel>();
   // The stream is the only way the result can reach the client: when it goes, cancel the run.
   std::weak_ptr<HttpSession> weak = session;
   channel->OnAbandon([weak, id, logger = logger_] {
@@ -263,7 +271,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& ses
                          "Service Unavailable: too many tool calls in flight; retry later", id);
     return;
   }
-  ServeSse(res, channel, options_.sse);
+  ServeSse(res, channel, options_.sse, std::move(slot));
 }
 
 void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib::Response& res) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -104,7 +105,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       work_cv_.notify_all();
       maintenance_cv_.notify_all();
     }
-    // Starts in flight finish; their sandboxes go to the reaper, which still accepts work.
+    // Starts in flight are told to give up rather than waited for (a start can take seconds);
+    // any that still succeed go to the reaper, which still accepts work.
+    factory_.CancelStarts();
     for (auto& worker : workers_) worker.join();
     workers_.clear();
     if (maintenance_.joinable()) maintenance_.join();
@@ -130,24 +133,17 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     if (shutdown_) return Unavailable("is shut down");
     if (!started_) return Unavailable("is not started");
 
-    // LIFO: the most recently returned sandbox has the warmest caches. Expired ones met on the
-    // way are retired here too, so none is lent out even when maintenance is disabled.
-    const auto now = options_.clock();
-    while (!idle_.empty()) {
-      IdleEntry entry = std::move(idle_.back());
-      idle_.pop_back();
-      if (TooOld(entry.created_at, now)) {
-        logger_->info("pool '{}': retiring idle sandbox {}: older than max_age", options_.name,
-                      entry.name);
-        Dispose(lock, std::move(entry.sandbox));
-        if (shutdown_) return Unavailable("is shut down");  // Dispose may drop the lock
-        continue;
-      }
+    // Expired idle sandboxes are retired here too, so none is lent out even when maintenance
+    // is disabled.
+    RetireOldIdleLocked(lock);
+    if (shutdown_) return Unavailable("is shut down");  // Dispose may drop the lock
+    if (auto entry = TakeIdleLocked(lock)) {
       ++leased_;
       ++acquired_total_;
       work_cv_.notify_all();  // idle dropped: a worker may need to refill to min_idle
-      return Lease(shared_from_this(), std::move(entry.sandbox));
+      return Lease(shared_from_this(), std::move(entry->sandbox));
     }
+    if (shutdown_) return Unavailable("is shut down");
 
     // Wait in line; a returned or started sandbox is handed to the first waiter directly.
     Waiter me;
@@ -262,6 +258,58 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     }
     if (TooOld(sandbox.CreatedAt(), options_.clock())) return "older than max_age";
     return {};
+  }
+
+  // Takes the idle sandbox to lend, if any: the most recently returned one that is prepared
+  // (LIFO: its caches are warmest, and the least recently used ones age out or get
+  // health-checked), else the most recently returned one (its run waits for the preparation,
+  // which is still sooner than a start). Sandboxes found broken on the way are disposed of.
+  std::optional<IdleEntry> TakeIdleLocked(std::unique_lock<std::mutex>& lock) {
+    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    std::size_t pick = kNone;
+    std::size_t fallback = kNone;
+    std::vector<std::size_t> broken;
+    for (std::size_t i = idle_.size(); i-- > 0;) {
+      PooledSandbox& sandbox = *idle_[i].sandbox;
+      const bool prepared = CheckPrepared(sandbox);
+      if (!sandbox.Reusable()) {
+        broken.push_back(i);
+      } else if (prepared) {
+        pick = i;
+        break;
+      } else if (fallback == kNone) {
+        fallback = i;
+      }
+    }
+    if (pick == kNone) pick = fallback;
+    std::optional<IdleEntry> taken;
+    std::vector<std::size_t> remove = broken;
+    if (pick != kNone) remove.push_back(pick);
+    std::sort(remove.rbegin(), remove.rend());  // erase from the back: indices stay valid
+    std::vector<IdleEntry> dead;
+    for (std::size_t i : remove) {
+      if (i == pick) {
+        taken = std::move(idle_[i]);
+      } else {
+        dead.push_back(std::move(idle_[i]));
+      }
+      idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    for (IdleEntry& entry : dead) {
+      logger_->warn("pool '{}': idle sandbox {} broke while idle; replacing it", options_.name,
+                    entry.name);
+      Dispose(lock, std::move(entry.sandbox));
+    }
+    if (!dead.empty()) work_cv_.notify_all();
+    return taken;
+  }
+
+  bool CheckPrepared(PooledSandbox& sandbox) {
+    try {
+      return sandbox.Prepared();
+    } catch (...) {
+      return false;
+    }
   }
 
   int TotalLocked() const {

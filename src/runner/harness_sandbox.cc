@@ -106,9 +106,12 @@ HarnessSandbox::~HarnessSandbox() {
 }
 
 Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
-    const docker::Client& client, const SandboxSetup& setup,
-    std::shared_ptr<spdlog::logger> logger) {
+    const docker::Client& client, const SandboxSetup& setup, std::shared_ptr<spdlog::logger> logger,
+    const std::atomic<bool>* cancel) {
   const Deadline deadline = docker::DeadlineAfter(setup.start_timeout);
+  auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
+  const Error kStartCancelled(ErrorCode::kCancelled, "the sandbox start was cancelled");
+  if (cancelled()) return kStartCancelled;
   SandboxSpecInput input;
   input.pool = &setup.pool;
   input.container_seccomp_json = setup.container_seccomp_json;
@@ -118,22 +121,24 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   auto created = client.CreateContainer(BuildSandboxSpec(input), CallOptions::Until(deadline));
   if (!created.ok()) return created.error().WithContext("create sandbox container");
   ContainerHandle handle(&client, created->id, logger);
+  if (cancelled()) return kStartCancelled;
 
   docker::AttachOptions attach;
   attach.attach_stdin = true;
   auto stream = client.Attach(handle.id(), attach, CallOptions::Until(deadline));
   if (!stream.ok()) return stream.error().WithContext("attach to sandbox container");
+  if (cancelled()) return kStartCancelled;
   auto started = client.StartContainer(handle.id(), CallOptions::Until(deadline));
   if (!started.ok()) return started.error().WithContext("start sandbox container");
 
   std::unique_ptr<HarnessSandbox> sandbox(
       new HarnessSandbox(client, setup, std::move(handle), std::move(*stream), std::move(logger)));
-  auto booted = sandbox->Boot(deadline);
+  auto booted = sandbox->Boot(deadline, cancel);
   if (!booted.ok()) return booted.error();
   return sandbox;
 }
 
-Status HarnessSandbox::Boot(Deadline deadline) {
+Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) {
   const std::string_view source = HarnessSource();
   std::string boot = std::to_string(source.size()) + "\n";
   boot.append(source);
@@ -166,7 +171,15 @@ Status HarnessSandbox::Boot(Deadline deadline) {
   };
   SANDBOX_RETURN_IF_ERROR(SendJson(config, deadline));
   while (true) {
-    auto frame = NextFrame(deadline);
+    // In slices, so a cancel is noticed while the harness preloads (seconds).
+    auto frame = NextFrame(cancel != nullptr ? std::min(deadline, Clock::now() + kStartCancelPoll)
+                                             : deadline);
+    if (cancel != nullptr && cancel->load()) {
+      return Error(ErrorCode::kCancelled, "the sandbox start was cancelled");
+    }
+    if (!frame.ok() && frame.error().code() == ErrorCode::kTimeout && Clock::now() < deadline) {
+      continue;
+    }
     if (!frame.ok()) {
       return frame.error().WithContext(
           "waiting for the harness to become ready" +
@@ -182,6 +195,7 @@ Status HarnessSandbox::Boot(Deadline deadline) {
     auto ev = JsonString(msg, "ev");
     if (ev == "ready") {
       ready_info_ = std::move(msg);
+      prepared_ = true;
       if (logger_) {
         logger_->debug("sandbox {} ready: python {}, isolation {}", Name(),
                        JsonString(ready_info_, "python"), JsonString(ready_info_, "isolation"));
@@ -248,6 +262,7 @@ bool HarnessSandbox::NoteIdleMessage(json& msg) {
   const std::string ev = JsonString(msg, "ev");
   if (ev == "ready") {
     ready_info_ = std::move(msg);
+    prepared_ = true;
     return true;
   }
   if (ev == "session_reset") {
@@ -351,6 +366,30 @@ Result<json> HarnessSandbox::SessionOp(json op) {
     }
     if (ev == "pong" || NoteIdleMessage(msg)) continue;
     // Stale events of an interrupted earlier call carry other ids; skip them.
+  }
+}
+
+bool HarnessSandbox::Prepared() {
+  if (prepared_ || broken_) return prepared_ && !broken_;
+  // Takes what the harness sent since the run without waiting: the deadline has passed.
+  while (true) {
+    auto frame = NextFrame(Clock::now());
+    if (!frame.ok()) {
+      if (frame.error().code() != ErrorCode::kTimeout) MarkBroken("stream failed while idle");
+      return false;
+    }
+    if (!frame->has_value()) {
+      MarkBroken("the sandbox exited while idle: " + StderrTail());
+      return false;
+    }
+    if ((*frame)->kind != FrameKind::kJson) continue;
+    json msg = json::parse((*frame)->payload, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) continue;
+    if (JsonString(msg, "ev") == "fatal") {
+      MarkBroken("harness fatal while idle: " + JsonString(msg, "message"));
+      return false;
+    }
+    if (NoteIdleMessage(msg) && prepared_) return true;  // `ready` sets prepared_
   }
 }
 
@@ -500,6 +539,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       result.files.push_back(std::move(file));
     } else if (ev == "done") {
       ++run_count_;
+      prepared_ = false;  // until the `ready` that follows: the next run's processes fork
       if (setup_.pool.mode == config::PoolMode::kFresh && !setup_.session) used_up_ = true;
       result.session_reset = msg.value("session_reset", false);
       result.verdict =

@@ -18,6 +18,7 @@
 
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/http/legacy_sse_transport.h"
@@ -281,6 +282,10 @@ int main(int argc, char** argv) {
                                                                 config.server.tokens});
   sandbox::http::HttpServerOptions http_options;
   http_options.threads = config.server.http_threads;
+  // A worker per stream slot on top of http_threads: open streams never starve other requests.
+  http_options.stream_workers = config.server.max_streams;
+  auto stream_slots =
+      std::make_shared<sandbox::SlotLimiter>(static_cast<std::size_t>(config.server.max_streams));
   http_options.max_body_bytes = config.server.max_body_bytes;
   httplib::Server http;
   sandbox::http::ConfigureHttpServer(http, http_options, guard);
@@ -288,16 +293,19 @@ int main(int argc, char** argv) {
   sandbox::http::StreamableHttpOptions streamable_options;
   streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   streamable_options.principal = guard.Resolver();
+  streamable_options.stream_slots = stream_slots;
   sandbox::http::StreamableHttpTransport streamable(dispatcher, streamable_options, logger);
   streamable.Register(http, "/mcp");
   sandbox::http::LegacySseOptions legacy_options;
   legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   legacy_options.principal = guard.Resolver();
+  legacy_options.stream_slots = stream_slots;
   sandbox::http::LegacySseTransport legacy(dispatcher, legacy_options, logger);
   legacy.Register(http, "/sse", "/messages");
   sandbox::api::ApiOptions api_options;
   api_options.version = SANDBOX_VERSION;
   api_options.principal = guard.Resolver();
+  api_options.stream_slots = stream_slots;
   api_options.session_max_file_bytes = config.sessions.max_file_bytes;
   sandbox::api::HttpApi http_api(**service, sessions, api_options, logger);
   http_api.Register(http);  // /eval, /v1/execute, /v1/sessions, /openapi.json
@@ -336,7 +344,7 @@ int main(int argc, char** argv) {
     http.stop();
   });
 
-  if (!http.bind_to_port(config.server.listen_host, config.server.listen_port)) {
+  if (sandbox::http::BindServer(http, config.server.listen_host, config.server.listen_port) < 0) {
     logger->critical("cannot listen on {}:{}", config.server.listen_host,
                      config.server.listen_port);
     pthread_kill(signal_thread.native_handle(), SIGTERM);

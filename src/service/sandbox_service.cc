@@ -46,7 +46,7 @@ class NullObserver final : public exec::RunObserver {};
 }  // namespace
 
 Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::Create() {
-  auto sandbox = runner::HarnessSandbox::Start(client_, setup_, logger_);
+  auto sandbox = runner::HarnessSandbox::Start(client_, setup_, logger_, &cancel_starts_);
   if (!sandbox.ok()) return sandbox.error();
   return std::unique_ptr<pool::PooledSandbox>(std::move(*sandbox));
 }

@@ -9,11 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // Tests that fail because of a server bug, each with the bug. Remove an entry when it is fixed.
-const KNOWN_FAILING = {
-  'stdio-shutdown.test.mjs':
-    'stdin EOF while a pool container is starting: shutdown waits for the start to finish and ' +
-    'ignores SIGTERM meanwhile, so the SDK has to signal the server (SIGKILL on a loaded machine)',
-};
+const KNOWN_FAILING = {};
 
 const dir = path.dirname(fileURLToPath(import.meta.url));
 if (!existsSync(path.join(dir, 'node_modules', '@modelcontextprotocol', 'sdk'))) {

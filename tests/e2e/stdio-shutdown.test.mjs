@@ -1,13 +1,11 @@
-// KNOWN FAILING until the server is fixed: listed in run.mjs's KNOWN_FAILING, so CTest does not
-// run it; `node run.mjs stdio-shutdown.test.mjs` does.
-//
 // A stdio server must exit when its stdin closes. The official TypeScript SDK (1.32.2) stops
 // one the way Claude Desktop and Cursor do: StdioClientTransport.close() ends stdin, sends
-// SIGTERM 2 s later and SIGKILL 2 s after that. sandbox-mcp's shutdown waits for pool
-// containers that are still starting (seconds; more on a loaded machine or with a larger
-// preload) and ignores SIGTERM meanwhile, so closing right after the handshake, while the
-// first warm container starts, needs the SDK's SIGTERM and, on a loaded machine, ends in its
-// SIGKILL. The test asks for an exit on its own, before the SDK's SIGTERM (2 s).
+// SIGTERM 2 s later and SIGKILL 2 s after that. Closing right after the handshake catches the
+// first warm containers while they start (seconds; more on a loaded machine or with a larger
+// preload). sandbox-mcp's shutdown used to wait for those starts and ignore SIGTERM meanwhile,
+// ending in the SDK's SIGKILL on a loaded machine; now the pool cancels starts in flight
+// (SandboxFactory::CancelStarts). The test asks for an exit on its own, before the SDK's
+// SIGTERM (2 s).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "sandbox/api/snekbox.h"
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 
@@ -88,6 +89,10 @@ struct ApiOptions {
   // unset: every request is "local".
   std::function<std::string(std::string_view authorization)> principal;
   std::int64_t session_max_file_bytes = 16LL << 20;  // PUT .../files/{path} above it: 413
+  // Each run in progress (/eval, /v1/execute in both modes, waiting for a sandbox included)
+  // holds an HTTP worker, so it holds a slot too, shared with the MCP streams; none free: 503
+  // with Retry-After. Null: no bound.
+  std::shared_ptr<SlotLimiter> stream_slots;
 };
 
 class HttpApi {
@@ -117,9 +122,12 @@ class HttpApi {
   // Runs one request (one-shot or in a session) with an observer and a cancel token.
   using RunFunction =
       std::function<Result<exec::RunResult>(exec::RunObserver&, const exec::CancelToken&)>;
-  void ServeStream(RunFunction run, bool in_session, httplib::Response& res);
+  void ServeStream(RunFunction run, bool in_session, httplib::Response& res,
+                   std::shared_ptr<SlotLimiter::Slot> slot);
   void RegisterSessions(httplib::Server& server);
   std::string Principal(const httplib::Request& req) const;
+  // A slot of options_.stream_slots; nullptr when none is free or there is no limit.
+  std::shared_ptr<SlotLimiter::Slot> TakeSlot() const;
 
   exec::ExecutionService& service_;
   exec::SessionService* const sessions_;

@@ -92,10 +92,14 @@ struct ServerConfig {
   // More bearer tokens, by name: each is a principal of its own (its own sessions and session
   // quota). `token` above is the principal "default". Each at least 16 characters.
   std::map<std::string, std::string> tokens;
-  int http_threads = 64;                     // HTTP workers; streams each hold one
+  int http_threads = 64;                     // HTTP workers besides one per max_streams
   std::int64_t max_body_bytes = 8LL << 20;   // larger request bodies get 413
   std::vector<std::string> allowed_origins;  // extra Origins accepted besides loopback ones
   std::vector<std::string> allowed_hosts;    // extra Host names accepted besides loopback ones
+  // Requests that hold an HTTP worker for long (SSE streams: legacy /sse, /mcp tool calls,
+  // /v1/execute; runs through /v1/execute and /eval) at once; more get 503. The server has a
+  // worker for each on top of http_threads, so they never starve other requests.
+  int max_streams = 256;
 };
 
 struct PolicyConfig {

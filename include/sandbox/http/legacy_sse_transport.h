@@ -19,6 +19,7 @@
 #include <string>
 
 #include "sandbox/http/request_guard.h"
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"
@@ -36,6 +37,9 @@ struct LegacySseOptions {
   std::size_t max_body_bytes = 8 << 20;
   std::size_t max_sessions = 1000;
   std::size_t max_concurrent_calls = 256;
+  // Each open stream holds a slot (it holds an HTTP worker for its life); none free: 503.
+  // Shared with the other transports; null: no bound but max_sessions.
+  std::shared_ptr<SlotLimiter> stream_slots;
   SseOptions sse;
   // The principal of a request from its Authorization header; unset: "local".
   PrincipalResolver principal;

@@ -2,11 +2,20 @@
 // SSE streams (each holds a worker for its life) never starve short requests such as a
 // notifications/cancelled POST, a request body limit (413 beyond it), timeouts that suit long
 // streams, keep-alive, and the RequestGuard.
+//
+// httplib serves a connection on one worker from its request to the end of its keep-alive wait,
+// and queues new connections while every worker is busy, with no bound. So streams (and runs)
+// are bounded by a SlotLimiter of `stream_workers` slots, which refuses the one beyond with 503,
+// and the server gets `threads` workers on top of one per slot: with every slot taken, `threads`
+// workers are still there for everything else.
 // Thread-safety: call before listening, from the thread that owns the server.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "sandbox/http/request_guard.h"
 
@@ -17,7 +26,8 @@ class Server;
 namespace sandbox::http {
 
 struct HttpServerOptions {
-  int threads = 64;                         // workers; one per open stream or request
+  int threads = 64;        // workers for ordinary requests (and idle keep-alive connections)
+  int stream_workers = 0;  // added to them: one per slot of the stream limit
   std::int64_t max_body_bytes = 8LL << 20;  // larger bodies get 413
   int read_timeout_s = 30;                  // to receive a request
   int write_timeout_s = 30;                 // for one write to a slow client
@@ -31,5 +41,12 @@ struct HttpServerOptions {
 // `guard` must outlive the server (the pre-routing handler refers to it).
 void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
                          const RequestGuard& guard);
+
+// Binds `server` to host:port (port 0: any free one) with a listen backlog of `backlog`, in
+// place of bind_to_port(). httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+// compiled into Debian's library): of more connections arriving at once than its acceptor has
+// taken, the kernel drops the rest, and their clients retry a second or more later. Returns
+// the bound port, or -1.
+int BindServer(httplib::Server& server, const std::string& host, int port, int backlog = SOMAXCONN);
 
 }  // namespace sandbox::http

@@ -61,8 +61,9 @@ struct SseOptions {
 
 // Sets the SSE headers (text/event-stream, Cache-Control: no-cache, X-Accel-Buffering: no) and
 // a chunked content provider that drains `channel` until it is closed. When the connection
-// fails or the peer goes away first, the channel is abandoned.
+// fails or the peer goes away first, the channel is abandoned. `hold` (e.g. the stream's
+// SlotLimiter slot) is kept until the response is destroyed.
 void ServeSse(httplib::Response& res, const std::shared_ptr<SseChannel>& channel,
-              SseOptions options);
+              SseOptions options, std::shared_ptr<const void> hold = nullptr);
 
 }  // namespace sandbox::http

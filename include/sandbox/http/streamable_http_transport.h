@@ -36,6 +36,7 @@
 #include <string>
 
 #include "sandbox/http/request_guard.h"
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"
@@ -54,6 +55,9 @@ struct StreamableHttpOptions {
   std::size_t max_sessions = 10000;             // initialize beyond it: 503
   std::chrono::seconds session_idle_ttl{3600};  // idle sessions without runs are forgotten
   std::size_t max_concurrent_calls = 256;       // tools/call in flight across sessions
+  // Each tools/call stream holds a slot (it holds an HTTP worker until the result); none free:
+  // 503. Shared with the other transports; null: no bound but max_concurrent_calls.
+  std::shared_ptr<SlotLimiter> stream_slots;
   SseOptions sse;
   // The principal of a request from its Authorization header (RequestGuard::Resolver());
   // unset: every request is "local".

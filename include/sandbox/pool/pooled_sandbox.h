@@ -34,17 +34,32 @@ class PooledSandbox {
 
   virtual Clock::time_point CreatedAt() const = 0;
 
+  // Whether a run could start at once. A recycled sandbox may still be preparing for its next
+  // run after it was returned (the harness forks the next run's processes after `done`, see
+  // docs/harness-protocol.md); a run sent meanwhile waits for that. The pool lends prepared
+  // sandboxes first. Called by the pool with its lock held, only while the sandbox is idle:
+  // must not block (a non-blocking look at the sandbox's stream at most). It may find the
+  // sandbox broken, and then reports it through Reusable().
+  virtual bool Prepared() { return true; }
+
   // For logs and metrics: the container id (short) or another stable name.
   virtual std::string Name() const = 0;
 };
 
 // Creates and starts sandboxes for one pool. Create() blocks until the sandbox is ready for
 // work (container started, harness loaded, modules preloaded) or fails.
-// Thread-safety: Create() may be called from several threads at once.
+// Thread-safety: Create() may be called from several threads at once; CancelStarts() from any
+// thread, also while Create() calls are in flight.
 class SandboxFactory {
  public:
   virtual ~SandboxFactory() = default;
   virtual Result<std::unique_ptr<PooledSandbox>> Create() = 0;
+
+  // Makes the Create() calls in flight give up soon (they fail, leaving nothing behind) and
+  // every later one fail at once. WarmPool::Shutdown() calls it before it waits for its start
+  // workers, so a shutdown does not wait for a start (seconds, up to a start timeout). Must not
+  // block. The default does nothing: starts in flight then run to their end.
+  virtual void CancelStarts() {}
 };
 
 }  // namespace sandbox::pool

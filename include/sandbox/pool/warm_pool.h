@@ -167,17 +167,18 @@ class WarmPool {
   // after Shutdown().
   void Start();
 
-  // Stops maintenance and the start workers (waiting for starts in flight), destroys every
-  // idle sandbox, and fails pending and future Acquire() calls with kUnavailable. Leases still
-  // out are not waited for: their sandboxes are destroyed when they are released. Idempotent;
+  // Stops maintenance and the start workers (first telling the factory to cancel the starts in
+  // flight, SandboxFactory::CancelStarts(), then waiting for them), destroys every idle
+  // sandbox, and fails pending and future Acquire() calls with kUnavailable. Leases still out
+  // are not waited for: their sandboxes are destroyed when they are released. Idempotent;
   // concurrent callers all return once it is done.
   void Shutdown();
 
-  // Lends a sandbox: the most recently returned idle one at once if there is one (LIFO: its
-  // caches are warmest, and the least recently used ones age out or get health-checked);
-  // otherwise waits, in FIFO order with other waiters, for one to be returned or started
-  // (a start is triggered if max_total allows). Waits at most `timeout` (default
-  // acquire_timeout; 0 = do not wait). Errors:
+  // Lends a sandbox: an idle one at once if there is one, the most recently returned one that
+  // is Prepared() (LIFO: its caches are warmest, and the least recently used ones age out or
+  // get health-checked), else the most recently returned one; otherwise waits, in FIFO order
+  // with other waiters, for one to be returned or started (a start is triggered if max_total
+  // allows). Waits at most `timeout` (default acquire_timeout; 0 = do not wait). Errors:
   //   kBusy         no sandbox within the timeout; the message names the pool and max_total;
   //   <start error> no sandbox within the timeout and a start failed meanwhile: that error's
   //                 code, with the pool named and the cause in the message;

@@ -62,10 +62,14 @@ RunLimits ResolveLimits(const config::Limits& pool_limits);
 
 class HarnessSandbox final : public pool::PooledSandbox {
  public:
-  // Blocks until the harness is ready or fails; the container is removed on failure.
+  // Blocks until the harness is ready or fails; the container is removed on failure. When
+  // `cancel` (optional, any thread) becomes true, the start gives up (kCancelled) after the
+  // engine call in progress, or within kStartCancelPoll while it waits for the harness.
   static Result<std::unique_ptr<HarnessSandbox>> Start(const docker::Client& client,
                                                        const SandboxSetup& setup,
-                                                       std::shared_ptr<spdlog::logger> logger);
+                                                       std::shared_ptr<spdlog::logger> logger,
+                                                       const std::atomic<bool>* cancel = nullptr);
+  static constexpr std::chrono::milliseconds kStartCancelPoll{100};
   ~HarnessSandbox() override;
 
   // Runs `code` to its end. Verdicts of the code (error, timeout, memory, ...) are results;
@@ -94,6 +98,9 @@ class HarnessSandbox final : public pool::PooledSandbox {
   Result<PingInfo> Ping();
 
   bool Healthy() override;
+  // False from a recycle run's `done` until the harness's next `ready` (its next run's
+  // processes are forked); looks at the stream without waiting.
+  bool Prepared() override;
   bool Reusable() const override { return !broken_ && !used_up_; }
   int RunCount() const override { return run_count_; }
   pool::Clock::time_point CreatedAt() const override { return created_at_; }
@@ -110,7 +117,7 @@ class HarnessSandbox final : public pool::PooledSandbox {
                  std::unique_ptr<docker::AttachedStream> stream,
                  std::shared_ptr<spdlog::logger> logger);
 
-  Status Boot(docker::Deadline deadline);
+  Status Boot(docker::Deadline deadline, const std::atomic<bool>* cancel);
   Status SendJson(const nlohmann::json& message, docker::Deadline deadline);
   // The next harness frame; nullopt at end of stream. kTimeout leaves the stream usable.
   Result<std::optional<Frame>> NextFrame(docker::Deadline deadline);
@@ -137,6 +144,7 @@ class HarnessSandbox final : public pool::PooledSandbox {
   bool broken_ = false;
   bool used_up_ = false;
   std::string session_notice_;
+  bool prepared_ = false;  // a `ready` arrived after the last `done`
 };
 
 }  // namespace sandbox::runner

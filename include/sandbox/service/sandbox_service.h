@@ -8,6 +8,7 @@
 
 #include <spdlog/logger.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,12 +31,15 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
                         std::shared_ptr<spdlog::logger> logger)
       : client_(client), setup_(std::move(setup)), logger_(std::move(logger)) {}
   Result<std::unique_ptr<pool::PooledSandbox>> Create() override;
+  // Starts in flight give up (their containers are removed); later ones fail at once.
+  void CancelStarts() override { cancel_starts_.store(true); }
   const runner::SandboxSetup& setup() const { return setup_; }
 
  private:
   const docker::Client& client_;
   const runner::SandboxSetup setup_;
   std::shared_ptr<spdlog::logger> logger_;
+  std::atomic<bool> cancel_starts_{false};
 };
 
 struct ServiceOptions {

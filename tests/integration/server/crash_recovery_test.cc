@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "integration/server/server_process.h"
 #include "sandbox/runner/container_handle.h"
 #include "sandbox/runner/sandbox_spec.h"
 #include "support/engine_fixture.h"
@@ -24,28 +25,12 @@ namespace sandbox {
 namespace {
 
 using sandbox::testing::Engine;
+using sandbox::testing::FreePort;
+using sandbox::testing::WaitFor;
 using std::chrono::seconds;
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool WaitFor(const std::function<bool()>& condition, std::chrono::seconds limit) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  return condition();
-}
+// The pool these tests use: one warm sandbox, at most two.
+constexpr const char* kPools = R"("pools": [{"name": "default", "min_idle": 1, "max_total": 2}])";
 
 std::vector<std::string> ContainersOf(const std::string& instance) {
   docker::ListOptions list;
@@ -58,52 +43,9 @@ std::vector<std::string> ContainersOf(const std::string& instance) {
   return ids;
 }
 
-class ServerProcess {
- public:
-  ServerProcess(const std::string& instance, int port) : port_(port) {
-    config_path_ = ::testing::TempDir() + "/crash-" + instance + ".json";
-    std::ofstream(config_path_)
-        << R"({"instance_id": ")" << instance
-        << R"(", "pools": [{"name": "default", "min_idle": 1, "max_total": 2}]})";
-    const char* bin = std::getenv("SANDBOX_MCP_BIN");
-    EXPECT_NE(bin, nullptr);
-    std::string listen = "127.0.0.1:" + std::to_string(port);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execl(bin, bin, "--listen", listen.c_str(), "--config", config_path_.c_str(), "--log-level",
-              "warn", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~ServerProcess() { Stop(SIGTERM); }
-
-  // True once /healthz reports at least one idle sandbox.
-  bool Ready() const {
-    httplib::Client client("127.0.0.1", port_);
-    auto res = client.Get("/healthz");
-    if (!res || res->status != 200) return false;
-    auto body = nlohmann::json::parse(res->body, nullptr, false);
-    return !body.is_discarded() && body["pools"][0].value("idle", 0) >= 1;
-  }
-
-  void Stop(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    std::remove(config_path_.c_str());
-  }
-
- private:
-  int port_;
-  pid_t pid_ = -1;
-  std::string config_path_;
-};
-
 TEST(CrashRecoveryTest, KilledServerLeavesNoContainers) {
   const auto instance = sandbox::testing::TestInstanceId("crash");
-  ServerProcess server(instance, FreePort());
+  sandbox::testing::ServerProcess server(instance, FreePort(), kPools);
   ASSERT_TRUE(WaitFor([&] { return server.Ready(); }, seconds(120)));
   ASSERT_FALSE(ContainersOf(instance).empty());
   server.Stop(SIGKILL);  // no chance to clean up
@@ -127,7 +69,7 @@ TEST(CrashRecoveryTest, StartupRemovesLeftoversOfItsInstance) {
   runner::ContainerHandle guard(&client, created->id, nullptr);  // removes it if the test fails
   ASSERT_TRUE(client.StartContainer(created->id).ok());
 
-  ServerProcess server(instance, FreePort());
+  sandbox::testing::ServerProcess server(instance, FreePort(), kPools);
   EXPECT_TRUE(WaitFor([&] { return !client.InspectContainer(created->id).ok(); }, seconds(60)))
       << "the server did not remove its instance's leftover container";
   ASSERT_TRUE(WaitFor([&] { return server.Ready(); }, seconds(120)));
@@ -151,7 +93,7 @@ TEST(CrashRecoveryTest, OtherInstancesAreLeftAlone) {
   runner::ContainerHandle guard(&client, created->id, nullptr);
   ASSERT_TRUE(client.StartContainer(created->id).ok());
 
-  ServerProcess server(instance, FreePort());
+  sandbox::testing::ServerProcess server(instance, FreePort(), kPools);
   ASSERT_TRUE(WaitFor([&] { return server.Ready(); }, seconds(120)));
   EXPECT_TRUE(client.InspectContainer(created->id).ok())
       << "another instance's container was removed";

@@ -98,6 +98,20 @@ TEST(ConfigTest, ValidateNamesTheField) {
   EXPECT_FALSE(Validate(dup).ok());
 }
 
+TEST(ConfigTest, MaxStreamsIsReadAndBounded) {
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"server": {"max_streams": 32}})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->server.max_streams, 32);
+  EXPECT_TRUE(Validate(*cfg).ok());
+  for (int bad : {0, 4097}) {
+    Config c;
+    c.server.max_streams = bad;
+    auto s = Validate(c);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.error().message().find("server.max_streams"), std::string::npos);
+  }
+}
+
 TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
   std::string path = ::testing::TempDir() + "/sandbox-config-test.json";
   {

@@ -5,8 +5,11 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "sandbox/http/legacy_sse_transport.h"
@@ -64,19 +67,22 @@ class HttpTransportTest : public ::testing::Test {
   void Start(GuardOptions guard_options = {}) {
     guard_ = std::make_unique<RequestGuard>(std::move(guard_options));
     HttpServerOptions options;
-    options.threads = 16;
+    options.threads = threads_;
+    options.stream_workers = stream_workers_;
     options.max_body_bytes = 64 << 10;
     ConfigureHttpServer(server_, options, *guard_);
     StreamableHttpOptions streamable_options;
     streamable_options.max_body_bytes = 64 << 10;
     streamable_options.sse.poll = std::chrono::milliseconds(50);
     streamable_options.principal = guard_->Resolver();
+    streamable_options.stream_slots = slots_;
     streamable_ = std::make_unique<StreamableHttpTransport>(dispatcher_, streamable_options,
                                                             mcp::testing::NullLogger());
     streamable_->Register(server_, "/mcp");
     LegacySseOptions legacy_options;
     legacy_options.sse.poll = std::chrono::milliseconds(50);
     legacy_options.principal = guard_->Resolver();
+    legacy_options.stream_slots = slots_;
     legacy_ = std::make_unique<LegacySseTransport>(dispatcher_, legacy_options,
                                                    mcp::testing::NullLogger());
     legacy_->Register(server_, "/sse", "/messages");
@@ -128,6 +134,11 @@ class HttpTransportTest : public ::testing::Test {
     return events.empty() ? json() : events.back().data;
   }
 
+  // Set before Start(): the stream limit shared by both transports (none by default) and the
+  // server's workers.
+  std::shared_ptr<SlotLimiter> slots_;
+  int threads_ = 16;
+  int stream_workers_ = 0;
   FakeService service_;
   sandbox::testing::FakeSessionService sessions_;
   mcp::Dispatcher dispatcher_ = mcp::testing::MakeSessionDispatcher(service_, sessions_);
@@ -495,6 +506,114 @@ TEST_F(HttpTransportTest, ShortRequestsAreServedWhileStreamsAreOpen) {
   EXPECT_EQ(res->status, 200);
   streamable_->Shutdown();  // ends the session: the runs are cancelled, the streams end
   for (auto& t : callers) t.join();
+}
+
+// Streams beyond the limit are refused at once with 503 instead of queueing for a worker, and
+// the workers kept for everything else still serve other requests while the limit is reached.
+TEST_F(HttpTransportTest, StreamsBeyondTheLimitGet503AndOtherRequestsAreServed) {
+  slots_ = std::make_shared<SlotLimiter>(3);
+  threads_ = 2;         // workers for everything else
+  stream_workers_ = 3;  // one per slot
+  Start();
+  Initialize();
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  std::vector<std::thread> streams;
+  for (int i = 0; i < 2; ++i) {
+    streams.emplace_back([this, i] { Post(CallRunPython(100 + i, {{"code", "x"}})); });
+  }
+  ASSERT_TRUE(service_.WaitStarted(2));
+  // The third slot: a legacy SSE stream, held open until the transport shuts down.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool endpoint = false;
+  streams.emplace_back([&] {
+    Client().Get("/sse", {{"Accept", "text/event-stream"}}, [&](const char*, std::size_t) {
+      std::lock_guard lock(mu);
+      endpoint = true;
+      cv.notify_all();
+      return true;
+    });
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return endpoint; }));
+  }
+  EXPECT_EQ(slots_->in_use(), 3u);
+
+  auto call = Post(CallRunPython(200, {{"code", "x"}}));
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->status, 503);
+  EXPECT_EQ(call->get_header_value("Retry-After"), "1");
+  auto body = json::parse(call->body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << call->body;
+  EXPECT_EQ(body["id"], 200);
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("server.max_streams"),
+            std::string::npos)
+      << call->body;
+  auto sse = Client().Get("/sse", {{"Accept", "text/event-stream"}});
+  ASSERT_TRUE(sse);
+  EXPECT_EQ(sse->status, 503);
+  EXPECT_EQ(json::parse(sse->body, nullptr, false)["error"]["code"], mcp::rpc_code::kServerError);
+  EXPECT_EQ(service_.requests().size(), 2u);  // the refused call never ran
+  EXPECT_EQ(legacy_->session_count(), 1u);    // nor did the refused stream open a session
+
+  EXPECT_EQ(Post(Request("p", "ping"))->status, 200);
+  EXPECT_EQ(Client().Get("/healthz")->status, 200);
+
+  // The streams end (their runs are cancelled): their slots are given back.
+  streamable_->Shutdown();
+  legacy_->Shutdown();
+  for (auto& t : streams) t.join();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (slots_->in_use() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(slots_->in_use(), 0u);
+}
+
+// httplib listens with a backlog of 5; more connections arriving before its acceptor takes
+// them were dropped by the kernel (their clients retry a second or more later). BindServer
+// raises the backlog: a burst of 64 connections completes while nothing accepts.
+TEST(ServerSetupTest, ABurstOfConnectionsIsQueuedNotDropped) {
+  httplib::Server server;
+  const int port = BindServer(server, "127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  std::vector<int> fds;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    // A dropped handshake would block connect() until the kernel gives up: fail instead.
+    timeval timeout{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0)
+        << "connection " << i << " was not queued";
+  }
+  // The acceptor then serves them (and owns the listening socket, which stop() closes).
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  // The others close at once, so no worker waits on them for a request that never comes.
+  const int last = fds.back();
+  fds.pop_back();
+  for (int fd : fds) ::close(fd);
+  std::thread acceptor([&] { server.listen_after_bind(); });
+  const std::string request =
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(last, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  char buf[64] = {};
+  timeval timeout{30, 0};
+  ::setsockopt(last, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  EXPECT_GT(::recv(last, buf, sizeof(buf) - 1, 0), 0);
+  EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 200", 0), 0u) << buf;
+  ::close(last);
+  server.stop();
+  acceptor.join();
 }
 
 }  // namespace

@@ -43,6 +43,10 @@ class FakeSandbox : public PooledSandbox {
     return healthy_;
   }
   bool Reusable() const override { return reusable_; }
+  bool Prepared() override {
+    ++prepared_checks_;
+    return prepared_;
+  }
   int RunCount() const override { return runs_; }
   Clock::time_point CreatedAt() const override { return created_; }
   std::string Name() const override { return "fake-" + std::to_string(id_); }
@@ -53,7 +57,9 @@ class FakeSandbox : public PooledSandbox {
   void set_runs(int runs) { runs_ = runs; }
   void set_healthy(bool healthy) { healthy_ = healthy; }
   void set_reusable(bool reusable) { reusable_ = reusable; }
+  void set_prepared(bool prepared) { prepared_ = prepared; }
   int health_checks() const { return health_checks_; }
+  int prepared_checks() const { return prepared_checks_; }
 
  private:
   FakeFactory* factory_;
@@ -62,7 +68,9 @@ class FakeSandbox : public PooledSandbox {
   std::atomic<int> runs_{0};
   std::atomic<bool> healthy_{true};
   std::atomic<bool> reusable_{true};
+  std::atomic<bool> prepared_{true};
   std::atomic<int> health_checks_{0};
+  std::atomic<int> prepared_checks_{0};
 };
 
 class FakeFactory : public SandboxFactory {
@@ -72,7 +80,10 @@ class FakeFactory : public SandboxFactory {
   Result<std::unique_ptr<PooledSandbox>> Create() override {
     std::unique_lock lock(mu_);
     ++attempts_;
-    cv_.wait(lock, [this] { return !create_blocked_; });
+    cv_.wait(lock, [this] { return !create_blocked_ && (!block_until_cancelled_ || cancelled_); });
+    if (block_until_cancelled_) {
+      return Error(ErrorCode::kCancelled, "the sandbox start was cancelled");
+    }
     if (fail_) return Error(ErrorCode::kNotFound, "No such image: sandbox-mcp-python:broken");
     const int id = ++created_;
     ++live_;
@@ -83,6 +94,16 @@ class FakeFactory : public SandboxFactory {
     const auto delay = create_delay_.load();
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     return std::unique_ptr<PooledSandbox>(std::move(sandbox));
+  }
+
+  // Counted; only a Create() of BlockCreateUntilCancelled() honours it (then, as the harness
+  // factory does, calls in flight give up and later ones fail at once). Otherwise the fake acts
+  // as a factory that cannot cancel.
+  void CancelStarts() override {
+    std::lock_guard lock(mu_);
+    ++cancel_calls_;
+    cancelled_ = true;
+    cv_.notify_all();
   }
 
   void OnDestroyed(int id) {
@@ -114,6 +135,11 @@ class FakeFactory : public SandboxFactory {
     create_blocked_ = blocked;
     cv_.notify_all();
   }
+  // Create() then blocks until CancelStarts() (a start that would take very long).
+  void BlockCreateUntilCancelled() {
+    std::lock_guard lock(mu_);
+    block_until_cancelled_ = true;
+  }
   void BlockDestroy(bool blocked) {
     std::lock_guard lock(mu_);
     destroy_blocked_ = blocked;
@@ -121,6 +147,7 @@ class FakeFactory : public SandboxFactory {
   }
 
   int attempts() const { return Get(attempts_); }
+  int cancel_calls() const { return Get(cancel_calls_); }
   int created() const { return Get(created_); }
   int destroyed() const { return Get(destroyed_); }
   int live() const { return Get(live_); }
@@ -142,6 +169,9 @@ class FakeFactory : public SandboxFactory {
   bool fail_ = false;
   bool create_blocked_ = false;
   bool destroy_blocked_ = false;
+  bool block_until_cancelled_ = false;
+  bool cancelled_ = false;
+  int cancel_calls_ = 0;
   std::atomic<std::chrono::milliseconds> create_delay_{std::chrono::milliseconds{0}};
   int attempts_ = 0;
   int created_ = 0;

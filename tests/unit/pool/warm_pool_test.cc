@@ -161,6 +161,53 @@ TEST_F(WarmPoolTest, RecycleModeReusesTheReturnedSandboxFirst) {
   EXPECT_EQ(pool.stats().destroyed_total, 0u);
 }
 
+// A recycled sandbox is returned before it has prepared its next run; a request should get a
+// prepared one instead of waiting for that preparation.
+TEST_F(WarmPoolTest, AcquirePrefersAPreparedSandboxOverTheMostRecentOne) {
+  PoolOptions options = Options();
+  options.min_idle = 2;
+  options.max_total = 2;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto first = pool.Acquire();
+  ASSERT_TRUE(first.ok());
+  const int returned = IdOf(*first);
+  AsFake(first->get()).Run();
+  AsFake(first->get()).set_prepared(false);  // as after `done`, before the next `ready`
+  first->Reset();
+  ASSERT_EQ(pool.stats().idle, 2);
+
+  auto second = pool.Acquire(0ms);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(IdOf(*second), returned);  // the prepared one, though returned longer ago
+  EXPECT_EQ(AsFake(second->get()).RunCount(), 0);
+
+  // Only the unprepared one is left: it is lent at once rather than waited for.
+  auto third = pool.Acquire(0ms);
+  ASSERT_TRUE(third.ok()) << third.error().ToString();
+  EXPECT_EQ(IdOf(*third), returned);
+  EXPECT_EQ(pool.stats().destroyed_total, 0u);
+}
+
+TEST_F(WarmPoolTest, SandboxFoundBrokenWhileIdleIsReplacedNotLent) {
+  PoolOptions options = Options();
+  options.min_idle = 2;
+  options.max_total = 2;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto first = pool.Acquire();
+  ASSERT_TRUE(first.ok());
+  const int broken = IdOf(*first);
+  first->Reset();  // on top of the idle list
+  // As a harness sandbox whose zygote died while idle: Prepared() finds it unusable.
+  ASSERT_TRUE(factory_.WithSandbox(broken, [](testing::FakeSandbox& s) { s.set_reusable(false); }));
+  auto lease = pool.Acquire(0ms);
+  ASSERT_TRUE(lease.ok());
+  EXPECT_NE(IdOf(*lease), broken);
+  ASSERT_TRUE(WaitFor([&] { return !factory_.alive(broken); }));
+  EXPECT_EQ(pool.stats().destroyed_total, 1u);
+}
+
 TEST_F(WarmPoolTest, FreshModeDestroysAfterOneUseAndReplaces) {
   PoolOptions options = Options();
   options.mode = PoolMode::kFresh;
@@ -540,6 +587,28 @@ TEST_F(WarmPoolTest, ShutdownWaitsForAStartInFlight) {
   stopper.join();
   EXPECT_EQ(factory_.created(), 1);
   EXPECT_EQ(factory_.live(), 0);  // the late sandbox was destroyed, not leaked
+}
+
+TEST_F(WarmPoolTest, ShutdownCancelsStartsInFlightInsteadOfWaiting) {
+  factory_.BlockCreateUntilCancelled();  // starts that would never end on their own
+  PoolOptions options = Options();
+  options.min_idle = 2;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitFor([&] { return factory_.attempts() == 2; }));
+  EXPECT_EQ(pool.stats().starting, 2);
+  // Without CancelStarts() this would never return; the wait only keeps a failure from hanging.
+  auto stopped = std::async(std::launch::async, [&] { pool.Shutdown(); });
+  const bool returned = stopped.wait_for(60s) == std::future_status::ready;
+  if (!returned) factory_.CancelStarts();  // let the test end
+  stopped.get();
+  ASSERT_TRUE(returned) << "Shutdown waited for the starts instead of cancelling them";
+  EXPECT_EQ(factory_.cancel_calls(), 1);
+  EXPECT_EQ(factory_.created(), 0);
+  const PoolStats s = pool.stats();
+  EXPECT_EQ(s.starting, 0);
+  EXPECT_EQ(s.created_total, 0u);
+  pool.Shutdown();  // idempotent: the factory is not told twice
+  EXPECT_EQ(factory_.cancel_calls(), 1);
 }
 
 TEST_F(WarmPoolTest, DestructionDoesNotBlockReleaseOrAcquire) {
