@@ -537,6 +537,42 @@ async function throughput(ctx) {
   results.cost.rssLoad = sampler.max;
 }
 
+// 2b. Runs per second inside one session (one MCP client, run_python with session_id): each
+// call runs in the session's one long-lived interpreter, so no child is prepared per run.
+async function sessionThroughput(client) {
+  const created = await client.callTool({ name: 'session_create', arguments: {} });
+  const id = created.structuredContent?.session_id;
+  if (!id) throw new Error(`session_create: ${JSON.stringify(created).slice(0, 300)}`);
+  const warmEnd = now() + opt.warmup * 1000;
+  const end = warmEnd + opt.duration * 1000;
+  let done = 0;
+  let errors = 0;
+  let firstErr = '';
+  const lat = [];
+  try {
+    while (now() < end) {
+      const t0 = now();
+      try {
+        const r = await client.callTool({ name: 'run_python', arguments: { code: PRINT, session_id: id } });
+        checkMcp('print', r);
+        const t1 = now();
+        if (t1 >= warmEnd && t1 <= end) {
+          done += 1;
+          lat.push(t1 - t0);
+        }
+      } catch (e) {
+        errors += 1;
+        if (!firstErr) firstErr = e.message;
+        await sleep(50);
+      }
+    }
+  } finally {
+    await client.callTool({ name: 'session_close', arguments: { session_id: id } }).catch(() => {});
+  }
+  if (firstErr) log(`session throughput: ${errors} errors, first: ${firstErr}`);
+  return { rate: done / opt.duration, done, errors, p50: summary(lat).p50 };
+}
+
 // 4e. Open K SSE streams (GET /sse, legacy transport), then time GET /healthz, and try one
 // stream more (beyond server.max_streams it is refused with 503).
 async function streamsTest(server, k) {
@@ -668,6 +704,8 @@ async function main() {
     results.backToBack = await backToBack(clientsR[0], Math.max(10, Math.min(40, opt.n)));
     log(`back-to-back: ${JSON.stringify(results.backToBack)}`);
     await throughput(ctx);
+    results.session = await sessionThroughput(clientsR[0]).catch((e) => ({ error: e.message }));
+    log(`session throughput: ${JSON.stringify(results.session)}`);
     results.cost.rssEnd = { recycle: R.rssKiB(), fresh: F.rssKiB() };
     await ctxDone();
     await sleep(6000); // keep-alive connections of the clients expire (httplib: 5 s)
@@ -740,7 +778,9 @@ function render() {
   for (const c of [1, 2, 4, 8]) {
     p(`| ${c} | ${MODES.map((m) => cell(T(m, c))).join(' | ')} | ${MODES.map((m) => fmtMs(T(m, c)?.p50)).join(' | ')} |`);
   }
-  p(`| runs/s inside one session | ${MODES.map(() => 'n/a (sessions not implemented)').join(' | ')} | | | |`);
+  const S = results.session;
+  const sessionCell = !S ? 'not measured' : S.error ? `failed: ${S.error}` : `${fmtRate(S.rate)}${S.errors ? ` (${S.errors} err)` : ''}`;
+  p(`| runs/s inside one session (1 client, \`run_python\` with \`session_id\`) | ${sessionCell} | | | ${S && !S.error ? fmtMs(S.p50) : ''} | | |`);
   p(`| engine churn: \`docker run --rm --network none IMG true\`, ${opt.churnParallel} parallel | ${churnRates.map(fmtRate).join(', ')} (mean ${fmtRate(churnMean)}) containers/s | | | | | |`);
   p();
   p('fresh-lean = a fresh pool with `preload: []` and `warm_plot: false` (print(1) needs neither); every fresh pool waits up to 60 s for a container (`acquire_timeout_ms` 60000).');
