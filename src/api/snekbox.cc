@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "sandbox/core/utf8.h"
 #include "sandbox/core/base64.h"
+#include "sandbox/core/utf8.h"
 
 namespace sandbox::api {
 namespace {

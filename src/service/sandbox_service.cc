@@ -103,7 +103,8 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     setup.instance_id = config.instance_id;
     PoolEntry entry;
     entry.config = &pc;
-    entry.factory = std::make_unique<HarnessSandboxFactory>(client, std::move(setup), service->logger_);
+    entry.factory =
+        std::make_unique<HarnessSandboxFactory>(client, std::move(setup), service->logger_);
     entry.pool = std::make_unique<pool::WarmPool>(pool::PoolOptionsFromConfig(pc), *entry.factory,
                                                   service->logger_);
     service->pools_.emplace(pc.name, std::move(entry));
@@ -192,10 +193,14 @@ Result<exec::ServiceInfo> SandboxService::Info() {
     const auto& pc = *entry.config;
     auto stats = entry.pool->stats();
     auto limits_json = [](const config::Limits& l) {
-      return json{{"timeout_s", l.timeout_s},     {"memory_bytes", l.memory_bytes},
-                  {"cpus", l.cpus},               {"pids", l.pids},
-                  {"nproc", l.nproc},             {"nofile", l.nofile},
-                  {"fsize_bytes", l.fsize_bytes}, {"tmpfs_bytes", l.tmpfs_bytes},
+      return json{{"timeout_s", l.timeout_s},
+                  {"memory_bytes", l.memory_bytes},
+                  {"cpus", l.cpus},
+                  {"pids", l.pids},
+                  {"nproc", l.nproc},
+                  {"nofile", l.nofile},
+                  {"fsize_bytes", l.fsize_bytes},
+                  {"tmpfs_bytes", l.tmpfs_bytes},
                   {"output_bytes", l.output_bytes}};
     };
     pools.push_back({{"name", name},
@@ -227,10 +232,12 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   auto result = Run(probe, observer, cancel);
   if (!result.ok()) return result.error().WithContext("sandbox_info");
   if (result->verdict != exec::Verdict::kOk) {
-    return Error(ErrorCode::kInternal, "sandbox_info probe failed: " + result->detail + result->stderr_text);
+    return Error(ErrorCode::kInternal,
+                 "sandbox_info probe failed: " + result->detail + result->stderr_text);
   }
   json parsed = json::parse(result->stdout_text, nullptr, false);
-  if (parsed.is_discarded()) return Error(ErrorCode::kInternal, "sandbox_info probe printed no JSON");
+  if (parsed.is_discarded())
+    return Error(ErrorCode::kInternal, "sandbox_info probe printed no JSON");
   std::lock_guard lock(info_mu_);
   packages_ = parsed;
   info.info["python"] = parsed["python"];

@@ -87,8 +87,8 @@ struct DockerConfig {
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
-  bool stdio = false;                        // MCP over stdin/stdout instead of HTTP
-  std::string token;                         // bearer token; required beyond loopback
+  bool stdio = false;  // MCP over stdin/stdout instead of HTTP
+  std::string token;   // bearer token; required beyond loopback
   // More bearer tokens, by name: each is a principal of its own (its own sessions and session
   // quota). `token` above is the principal "default". Each at least 16 characters.
   std::map<std::string, std::string> tokens;
@@ -111,12 +111,12 @@ struct PolicyConfig {
 // session sandboxes, until it is closed, idles out or reaches its lifetime.
 struct SessionConfig {
   bool enabled = true;
-  int max_total = 16;          // sessions at once on this server
-  int max_per_principal = 4;   // sessions at once per token ("local" without a token)
-  std::chrono::seconds idle_timeout{900};   // closed after this long without a call
+  int max_total = 16;                        // sessions at once on this server
+  int max_per_principal = 4;                 // sessions at once per token ("local" without a token)
+  std::chrono::seconds idle_timeout{900};    // closed after this long without a call
   std::chrono::seconds max_lifetime{14400};  // closed this long after creation, busy or not
   int warm = 1;  // session containers kept started for the default pool (others start on demand)
-  std::int64_t max_file_bytes = 16LL << 20;  // one file uploaded to or downloaded from a session
+  std::int64_t max_file_bytes = 16LL << 20;    // one file uploaded to or downloaded from a session
   std::int64_t max_upload_bytes = 32LL << 20;  // one upload call, all files together
   // A call on a busy session waits this long for the session, then fails with "busy".
   std::chrono::milliseconds busy_wait{10000};

@@ -18,8 +18,8 @@
 #include <mutex>
 #include <string>
 
-#include "sandbox/http/request_guard.h"
 #include "sandbox/core/slot_limiter.h"
+#include "sandbox/http/request_guard.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"

@@ -13,8 +13,8 @@
 namespace sandbox::service {
 namespace {
 
-using ::testing::HasSubstr;
 using sandbox::testing::Engine;
+using ::testing::HasSubstr;
 
 class Recorder final : public exec::RunObserver {
  public:
@@ -80,11 +80,11 @@ TEST_P(ServiceTest, PrintOne) {
 }
 
 TEST_P(ServiceTest, TwoFiguresOneShowGiveTwoPngs) {
-  auto r = Run(
-      "import matplotlib.pyplot as plt\n"
-      "plt.figure(); plt.plot([1, 2, 3])\n"
-      "plt.figure(); plt.bar([1, 2], [3, 4])\n"
-      "plt.show()\n");
+  auto r =
+      Run("import matplotlib.pyplot as plt\n"
+          "plt.figure(); plt.plot([1, 2, 3])\n"
+          "plt.figure(); plt.bar([1, 2], [3, 4])\n"
+          "plt.show()\n");
   EXPECT_EQ(r.verdict, exec::Verdict::kOk) << r.detail << r.stderr_text;
   ASSERT_EQ(r.images.size(), 2u);
   for (const auto& image : r.images) {
@@ -117,7 +117,8 @@ TEST_P(ServiceTest, FinalExpressionValue) {
 
 TEST_P(ServiceTest, LiveOutputArrivesInChunks) {
   Recorder rec;
-  auto r = Run("import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.3)\n", &rec);
+  auto r =
+      Run("import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.3)\n", &rec);
   EXPECT_EQ(r.verdict, exec::Verdict::kOk);
   EXPECT_EQ(rec.out, "0\n1\n2\n");
   EXPECT_GE(rec.chunks, 3);
@@ -150,23 +151,24 @@ TEST_P(ServiceTest, CancelEndsRunQuickly) {
 }
 
 TEST_P(ServiceTest, NothingCrossesRuns) {
-  auto first = Run(
-      "import subprocess, os\n"
-      "open('/tmp/secret', 'w').write('x')\n"
-      "open('left.txt', 'w').write('y')\n"
-      "subprocess.Popen(['sleep', '50'], start_new_session=True)\n"
-      "GLOBAL_MARK = 1\n");
+  auto first =
+      Run("import subprocess, os\n"
+          "open('/tmp/secret', 'w').write('x')\n"
+          "open('left.txt', 'w').write('y')\n"
+          "subprocess.Popen(['sleep', '50'], start_new_session=True)\n"
+          "GLOBAL_MARK = 1\n");
   EXPECT_EQ(first.verdict, exec::Verdict::kOk) << first.detail << first.stderr_text;
-  auto second = Run(
-      "import os, subprocess\n"
-      "print(os.path.exists('/tmp/secret'), os.path.exists('left.txt'))\n"
-      "print('GLOBAL_MARK' in globals())\n"
-      "def cmd(p):\n"
-      "    try:\n"
-      "        return open('/proc/%s/cmdline' % p, 'rb').read()\n"
-      "    except OSError:\n"
-      "        return b''\n"
-      "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and cmd(p).startswith(b'sleep')))\n");
+  auto second =
+      Run("import os, subprocess\n"
+          "print(os.path.exists('/tmp/secret'), os.path.exists('left.txt'))\n"
+          "print('GLOBAL_MARK' in globals())\n"
+          "def cmd(p):\n"
+          "    try:\n"
+          "        return open('/proc/%s/cmdline' % p, 'rb').read()\n"
+          "    except OSError:\n"
+          "        return b''\n"
+          "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and "
+          "cmd(p).startswith(b'sleep')))\n");
   EXPECT_EQ(second.verdict, exec::Verdict::kOk) << second.detail << second.stderr_text;
   EXPECT_EQ(second.stdout_text, "False False\nFalse\n0\n");
 }

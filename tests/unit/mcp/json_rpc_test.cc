@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/mcp/protocol_version.h"
 #include "sandbox/core/utf8.h"
+#include "sandbox/mcp/protocol_version.h"
 
 namespace sandbox::mcp {
 namespace {
