@@ -1,6 +1,8 @@
 #include "sandbox/http/server_setup.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -22,17 +24,28 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
   guard.Install(server);
 }
 
+void ListenSocketOptions(int sock) {
+  const int yes = 1;
+  // Not httplib's default SO_REUSEPORT: with it a second server (or any process of the same
+  // user) binds the same port and the kernel splits connections between them. SO_REUSEADDR
+  // only lets a restarted server bind past connections in TIME_WAIT.
+  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  // Accepted connections inherit it. httplib writes a response's headers and body in separate
+  // writes; with Nagle's algorithm the body waits for the client's ACK of the headers.
+  ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+}
+
 int BindServer(httplib::Server& server, const std::string& host, int port, int backlog) {
   // The socket is only handed out to the socket-options hook, which runs before bind; its last
   // call is the socket that was bound (failed attempts are closed before the next).
   auto bound_fd = std::make_shared<int>(-1);
   server.set_socket_options([bound_fd](int sock) {
-    httplib::default_socket_options(sock);
+    ListenSocketOptions(sock);
     *bound_fd = sock;
   });
   const int bound =
       port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  server.set_socket_options(httplib::default_socket_options);
+  server.set_socket_options(ListenSocketOptions);
   // listen() on a listening socket only changes its backlog.
   if (bound > 0 && *bound_fd >= 0 && ::listen(*bound_fd, backlog) != 0) return -1;
   return bound;

@@ -42,11 +42,15 @@ struct HttpServerOptions {
 void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
                          const RequestGuard& guard);
 
+// Options of the listening socket (accepted connections inherit them): SO_REUSEADDR but not
+// SO_REUSEPORT (so a port already in use fails to bind), and TCP_NODELAY.
+void ListenSocketOptions(int sock);
+
 // Binds `server` to host:port (port 0: any free one) with a listen backlog of `backlog`, in
 // place of bind_to_port(). httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
 // compiled into Debian's library): of more connections arriving at once than its acceptor has
 // taken, the kernel drops the rest, and their clients retry a second or more later. Returns
-// the bound port, or -1.
+// the bound port, or -1 (also when another socket listens on it: see ListenSocketOptions).
 int BindServer(httplib::Server& server, const std::string& host, int port, int backlog = SOMAXCONN);
 
 }  // namespace sandbox::http

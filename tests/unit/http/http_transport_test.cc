@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -614,6 +615,47 @@ TEST(ServerSetupTest, ABurstOfConnectionsIsQueuedNotDropped) {
   ::close(last);
   server.stop();
   acceptor.join();
+}
+
+// httplib's default socket options set SO_REUSEPORT: a second server bound the same port and
+// the kernel split the connections between the two (MCP sessions "not found" at random).
+TEST(ServerSetupTest, APortInUseDoesNotBindTwice) {
+  httplib::Server first;
+  const int port = BindServer(first, "127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  httplib::Server second;
+  EXPECT_EQ(BindServer(second, "127.0.0.1", port), -1);
+  first.stop();
+}
+
+// Accepted connections inherit TCP_NODELAY from the listening socket: a response's body (a
+// write after its headers) does not wait for the client's delayed ACK.
+TEST(ServerSetupTest, AcceptedConnectionsHaveNoDelay) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  ListenSocketOptions(listener);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int accepted = ::accept(listener, nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  int nodelay = 0;
+  len = sizeof(nodelay);
+  ASSERT_EQ(::getsockopt(accepted, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len), 0);
+  EXPECT_NE(nodelay, 0);
+  int reuseport = 1;
+  len = sizeof(reuseport);
+  ASSERT_EQ(::getsockopt(listener, SOL_SOCKET, SO_REUSEPORT, &reuseport, &len), 0);
+  EXPECT_EQ(reuseport, 0);
+  ::close(accepted);
+  ::close(client);
+  ::close(listener);
 }
 
 }  // namespace
