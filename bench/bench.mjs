@@ -36,6 +36,7 @@ function parseArgs(argv) {
     out: '',
     fill: true,
     log: '',
+    settle: 100, // ms of quiet before each latency sample, once the pools are full (0: none)
   };
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i];
@@ -44,13 +45,14 @@ function parseArgs(argv) {
     else if (a === '--duration') o.duration = Number(v());
     else if (a === '--warmup') o.warmup = Number(v());
     else if (a === '--streams') o.streams = Number(v());
+    else if (a === '--settle') o.settle = Number(v());
     else if (a === '--bin') o.bin = path.resolve(v());
     else if (a === '--image') o.image = v();
     else if (a === '--out') o.out = v();
     else if (a === '--quick') Object.assign(o, { n: 10, duration: 3, warmup: 1 });
     else if (a === '--no-fill') o.fill = false;
     else if (a === '-h' || a === '--help') {
-      console.log('usage: bench.mjs [--n N] [--duration S] [--warmup S] [--streams K] [--quick] [--bin PATH] [--image IMG] [--out FILE.md]');
+      console.log('usage: bench.mjs [--n N] [--duration S] [--warmup S] [--streams K] [--settle MS] [--quick] [--bin PATH] [--image IMG] [--out FILE.md]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -341,6 +343,23 @@ async function poolFill() {
   log(`pool fill: up ${fmtMs(up)} ms, first idle ${fmtMs(first)} ms, 8 idle ${fmtMs(full)} ms`);
 }
 
+// Latency is one request on an otherwise idle machine: before each sample, every pool is full
+// again (a fresh pool's replacement has booted, which costs a second or more of CPU) and
+// opt.settle ms have passed (a recycled container prepares its next run, `docker run --rm`'s
+// container is gone). Without it, a sample pays for the work the previous rows left behind.
+async function settle(servers) {
+  const t0 = now();
+  for (const s of servers) {
+    const want = s.pool.min_idle ?? 0;
+    while (now() - t0 < 60_000) {
+      const p = (await s.healthz())?.pools?.find((x) => x.name === 'default');
+      if (p && p.idle >= want && p.starting === 0) break;
+      await sleep(20);
+    }
+  }
+  await sleep(opt.settle);
+}
+
 async function latency(ctx) {
   const { R, F, clientsR, clientsF, agentR, agentF, warm, apiAvailable } = ctx;
   const inner = {};
@@ -367,6 +386,7 @@ async function latency(ctx) {
     // Rotate the order every round so no method always follows the same one.
     for (let j = 0; j < active.length; j++) {
       const row = active[(i + j) % active.length];
+      if (opt.settle) await settle([R, F]);
       try {
         samples[row.key].push(await row.fn());
       } catch (e) {
@@ -746,7 +766,7 @@ function render() {
   p();
   p(`Command: \`${process.env.BENCH_COMMAND || ['node', 'bench/bench.mjs', ...process.argv.slice(2)].join(' ')}\``);
   p(`Machine: ${m.nproc} cores (${m.cpu}), ${m.memGiB} GiB, Linux ${m.kernel}, Docker ${m.docker}, Node ${m.node}; load average at start ${m.loadStart}, at end ${m.loadEnd}.`);
-  p(`Settings: n=${opt.n} latency samples per row (interleaved, one at a time); throughput windows ${opt.duration} s after ${opt.warmup} s of warm-up;`);
+  p(`Settings: n=${opt.n} latency samples per row (interleaved, one at a time${opt.settle ? `, each once every pool is full again plus ${opt.settle} ms` : ', back to back'}); throughput windows ${opt.duration} s after ${opt.warmup} s of warm-up;`);
   p(`pools: recycle min_idle 4 / max_total 4; fresh min_idle 4 / max_total 8 / max_concurrent_starts 2 (default); fill test: recycle min_idle 8 / max_total 8 / max_concurrent_starts 2 (default).`);
   p();
   p('### Latency (ms, one request at a time)');
