@@ -154,6 +154,8 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   SANDBOX_RETURN_IF_ERROR(r.Read("runtime", pool.runtime));
   SANDBOX_RETURN_IF_ERROR(r.Read("preload", pool.preload));
   SANDBOX_RETURN_IF_ERROR(r.Read("warm_plot", pool.warm_plot));
+  pool.skip_preload_when_queued = pool.mode == PoolMode::kFresh;  // the default follows the mode
+  SANDBOX_RETURN_IF_ERROR(r.Read("skip_preload_when_queued", pool.skip_preload_when_queued));
   SANDBOX_RETURN_IF_ERROR(r.Read("min_idle", pool.min_idle));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_total", pool.max_total));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_concurrent_starts", pool.max_concurrent_starts));
@@ -484,6 +486,10 @@ Status Validate(const Config& config) {
       return Invalid(path + ".acquire_timeout_ms", "must be positive");
     if (p.max_age.count() <= 0) return Invalid(path + ".max_age_s", "must be positive");
     if (p.max_runs < 1) return Invalid(path + ".max_runs", "must be at least 1");
+    if (p.skip_preload_when_queued && p.mode != PoolMode::kFresh) {
+      // A recycle container started lean would serve its many runs without the preload.
+      return Invalid(path + ".skip_preload_when_queued", "applies to fresh pools only");
+    }
     if (p.zygote_memory_bytes < (64LL << 20)) {
       return Invalid(path + ".zygote_memory_bytes", "must be at least 64 MiB");
     }

@@ -216,6 +216,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     stats.acquire_timeouts_total = acquire_timeouts_total_;
     stats.health_check_failures_total = health_check_failures_total_;
     stats.acquired_total = acquired_total_;
+    stats.starts_with_waiters_total = starts_with_waiters_total_;
     stats.last_start_error = last_start_error_;
     stats.consecutive_start_failures = consecutive_start_failures_;
     stats.start_latency_count = start_latency_count_;
@@ -391,10 +392,13 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
         work_cv_.wait_until(lock, backoff_until_);
         continue;
       }
+      StartContext context;
+      context.requests_waiting = !waiters_.empty();
+      if (context.requests_waiting) ++starts_with_waiters_total_;
       ++starting_;
       lock.unlock();
       const auto begin = Clock::now();
-      Result<std::unique_ptr<PooledSandbox>> created = CreateSandbox();
+      Result<std::unique_ptr<PooledSandbox>> created = CreateSandbox(context);
       const auto latency = duration_cast<microseconds>(Clock::now() - begin);
       IdleEntry entry;
       if (created.ok()) {
@@ -427,9 +431,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     }
   }
 
-  Result<std::unique_ptr<PooledSandbox>> CreateSandbox() {
+  Result<std::unique_ptr<PooledSandbox>> CreateSandbox(const StartContext& context) {
     try {
-      auto created = factory_.Create();
+      auto created = factory_.CreateFor(context);
       if (created.ok() && created.value() == nullptr) {
         return Error(ErrorCode::kInternal, "sandbox factory returned no sandbox");
       }
@@ -564,6 +568,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   std::uint64_t acquire_timeouts_total_ = 0;
   std::uint64_t health_check_failures_total_ = 0;
   std::uint64_t acquired_total_ = 0;
+  std::uint64_t starts_with_waiters_total_ = 0;
   std::uint64_t start_latency_count_ = 0;
   microseconds start_latency_last_{0};
   microseconds start_latency_max_{0};

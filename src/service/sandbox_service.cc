@@ -45,8 +45,32 @@ class NullObserver final : public exec::RunObserver {};
 
 }  // namespace
 
+HarnessSandboxFactory::HarnessSandboxFactory(const docker::Client& client,
+                                             runner::SandboxSetup setup,
+                                             std::shared_ptr<spdlog::logger> logger)
+    : client_(client), setup_(std::move(setup)), logger_(std::move(logger)) {
+  const auto& pool = setup_.pool;
+  if (pool.skip_preload_when_queued && !setup_.session &&
+      (!pool.preload.empty() || pool.warm_plot)) {
+    lean_setup_ = setup_;
+    lean_setup_->pool.preload.clear();
+    lean_setup_->pool.warm_plot = false;
+  }
+}
+
 Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::Create() {
-  auto sandbox = runner::HarnessSandbox::Start(client_, setup_, logger_, &cancel_starts_);
+  return CreateFor(pool::StartContext{});
+}
+
+Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
+    const pool::StartContext& context) {
+  const bool lean = context.requests_waiting && lean_setup_.has_value();
+  if (lean) {
+    logger_->debug("pool '{}': requests are waiting; starting a container without the preload",
+                   setup_.pool.name);
+  }
+  auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *lean_setup_ : setup_, logger_,
+                                               &cancel_starts_);
   if (!sandbox.ok()) return sandbox.error();
   return std::unique_ptr<pool::PooledSandbox>(std::move(*sandbox));
 }

@@ -63,7 +63,12 @@ struct PoolConfig {
   std::string python = "/snekbin/python/default/bin/python";  // works in Snekbox images too
   std::string runtime;  // "" = engine default (runc); "runsc" = gVisor
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib"};
-  bool warm_plot = true;                             // draw one figure before forking (warms fonts)
+  bool warm_plot = true;  // draw one figure before forking (warms fonts)
+  // Fresh pools (default true there; recycle pools reject it): a container started while
+  // requests wait for one skips `preload` and `warm_plot`. Each fresh container serves one run,
+  // so under a backlog its preload (seconds of CPU) only delays the queue; the run imports
+  // what it uses itself.
+  bool skip_preload_when_queued = false;
   int min_idle = 2;                                  // containers kept warm and waiting
   int max_total = 8;                                 // containers at most, busy + idle + starting
   int max_concurrent_starts = 2;                     // container starts in flight at once

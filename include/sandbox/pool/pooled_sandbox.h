@@ -46,6 +46,12 @@ class PooledSandbox {
   virtual std::string Name() const = 0;
 };
 
+// What the pool knows when it begins a start, for the factory to choose how to start.
+struct StartContext {
+  // Requests are waiting in Acquire() for a sandbox of this pool: none was idle for them.
+  bool requests_waiting = false;
+};
+
 // Creates and starts sandboxes for one pool. Create() blocks until the sandbox is ready for
 // work (container started, harness loaded, modules preloaded) or fails.
 // Thread-safety: Create() may be called from several threads at once; CancelStarts() from any
@@ -54,6 +60,11 @@ class SandboxFactory {
  public:
   virtual ~SandboxFactory() = default;
   virtual Result<std::unique_ptr<PooledSandbox>> Create() = 0;
+  // What the pool calls: Create() unless the factory starts differently by context.
+  virtual Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) {
+    (void)context;
+    return Create();
+  }
 
   // Makes the Create() calls in flight give up soon (they fail, leaving nothing behind) and
   // every later one fail at once. WarmPool::Shutdown() calls it before it waits for its start

@@ -93,6 +93,8 @@ struct PoolStats {
   std::uint64_t acquire_timeouts_total = 0;  // Acquire() calls that gave up at their deadline
   std::uint64_t health_check_failures_total = 0;
   std::uint64_t acquired_total = 0;
+  // Starts begun while requests waited for a sandbox (StartContext::requests_waiting).
+  std::uint64_t starts_with_waiters_total = 0;
 
   std::optional<Error> last_start_error;  // the most recent failed start, if any ever failed
   int consecutive_start_failures = 0;     // reset by a successful start

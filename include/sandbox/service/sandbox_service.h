@@ -28,9 +28,11 @@ namespace sandbox::service {
 class HarnessSandboxFactory final : public pool::SandboxFactory {
  public:
   HarnessSandboxFactory(const docker::Client& client, runner::SandboxSetup setup,
-                        std::shared_ptr<spdlog::logger> logger)
-      : client_(client), setup_(std::move(setup)), logger_(std::move(logger)) {}
+                        std::shared_ptr<spdlog::logger> logger);
   Result<std::unique_ptr<pool::PooledSandbox>> Create() override;
+  // Starts without the preload while requests wait (pool.skip_preload_when_queued).
+  Result<std::unique_ptr<pool::PooledSandbox>> CreateFor(
+      const pool::StartContext& context) override;
   // Starts in flight give up (their containers are removed); later ones fail at once.
   void CancelStarts() override { cancel_starts_.store(true); }
   const runner::SandboxSetup& setup() const { return setup_; }
@@ -38,6 +40,8 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
  private:
   const docker::Client& client_;
   const runner::SandboxSetup setup_;
+  // setup_ without preload and warm plot; set when the pool may start lean.
+  std::optional<runner::SandboxSetup> lean_setup_;
   std::shared_ptr<spdlog::logger> logger_;
   std::atomic<bool> cancel_starts_{false};
 };

@@ -30,6 +30,28 @@ TEST(ConfigTest, DefaultsAreValidAndLoopback) {
   EXPECT_GT(cl->config.pools[0].max_limits.timeout_s, cl->config.pools[0].limits.timeout_s);
 }
 
+// A fresh container serves one run: under a backlog its preload only delays the queue, so fresh
+// pools skip it by default while requests wait. A recycle pool may not (its lean container
+// would serve all its runs without the preload).
+TEST(ConfigTest, SkipPreloadWhenQueuedDefaultsByModeAndIsFreshOnly) {
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"pools": [
+    {"name": "r", "mode": "recycle"}, {"name": "f", "mode": "fresh"},
+    {"name": "g", "mode": "fresh", "skip_preload_when_queued": false}], "default_pool": "r"})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_FALSE(cfg->pools[0].skip_preload_when_queued);
+  EXPECT_TRUE(cfg->pools[1].skip_preload_when_queued);
+  EXPECT_FALSE(cfg->pools[2].skip_preload_when_queued);
+  EXPECT_TRUE(Validate(*cfg).ok());
+
+  auto recycle = ApplyJson(Config{}, json::parse(R"({"pools": [
+    {"name": "r", "mode": "recycle", "skip_preload_when_queued": true}], "default_pool": "r"})"));
+  ASSERT_TRUE(recycle.ok()) << recycle.error().ToString();
+  auto status = Validate(*recycle);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("skip_preload_when_queued"), std::string::npos);
+  EXPECT_NE(status.error().message().find("fresh pools only"), std::string::npos);
+}
+
 TEST(ConfigTest, ListenBeyondLoopbackRequiresToken) {
   auto cl = Parse({"--listen", "0.0.0.0:9000"});
   ASSERT_TRUE(cl.ok());

@@ -677,12 +677,17 @@ class SleeperInitTest(unittest.TestCase):
         self.assertEqual(status, killed(signal.SIGKILL))
 
     def test_reap_run_reports_u_then_g(self):
+        # I reports U's end at once but leaves G alone: Z ends the namespace (kills G) after
+        # `done`, so the teardown of U's address space does not compete with the report.
         r, w = os.pipe()
+        pid_r, pid_w = os.pipe()
         helper = os.fork()
         if helper == 0:  # plays I: sleeper G, U exiting 3, then the reaping loop
             try:
                 os.close(r)
+                os.close(pid_r)
                 gpid = h._spawn_init(h.Kernel())
+                os.write(pid_w, b"%d\n" % gpid)
                 upid = os.fork()
                 if upid == 0:
                     os._exit(3)
@@ -690,6 +695,22 @@ class SleeperInitTest(unittest.TestCase):
             finally:
                 os._exit(0)
         os.close(w)
+        os.close(pid_w)
+        gpid = int(os.read(pid_r, 64))
+        os.close(pid_r)
+        dec = h.FrameDecoder()
+        recs = []
+        while len(recs) < 1:
+            chunk = os.read(r, 4096)
+            self.assertTrue(chunk, "no ustatus before EOF")
+            dec.feed(chunk)
+            recs += [json.loads(payload) for _, payload in dec.frames()]
+        self.assertEqual([x["t"] for x in recs], ["ustatus"])
+        self.assertEqual(recs[0]["status"], exited(3))
+        self.assertIn("cpu_ms", recs[0])
+        time.sleep(0.2)
+        self.assertEqual(os.waitpid(helper, os.WNOHANG), (0, 0), "I must wait for G")
+        os.kill(gpid, signal.SIGKILL)  # what Z does after `done`
         data = b""
         while True:
             chunk = os.read(r, 4096)
@@ -698,13 +719,10 @@ class SleeperInitTest(unittest.TestCase):
             data += chunk
         os.close(r)
         os.waitpid(helper, 0)
-        dec = h.FrameDecoder()
         dec.feed(data)
         recs = [json.loads(payload) for _, payload in dec.frames()]
-        self.assertEqual([x["t"] for x in recs], ["ustatus", "gstatus"])
-        self.assertEqual(recs[0]["status"], exited(3))
-        self.assertIn("cpu_ms", recs[0])
-        self.assertEqual(recs[1]["status"], killed(signal.SIGKILL))  # U's end ended G
+        self.assertEqual([x["t"] for x in recs], ["gstatus"])
+        self.assertEqual(recs[0]["status"], killed(signal.SIGKILL))
 
 
 BOOT = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/pool/pooled_sandbox.h"
 
@@ -76,6 +77,14 @@ class FakeSandbox : public PooledSandbox {
 class FakeFactory : public SandboxFactory {
  public:
   explicit FakeFactory(const FakeClock* clock = nullptr) : clock_(clock) {}
+
+  Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) override {
+    {
+      std::lock_guard lock(mu_);
+      waiting_at_start_.push_back(context.requests_waiting);
+    }
+    return Create();
+  }
 
   Result<std::unique_ptr<PooledSandbox>> Create() override {
     std::unique_lock lock(mu_);
@@ -147,6 +156,11 @@ class FakeFactory : public SandboxFactory {
   }
 
   int attempts() const { return Get(attempts_); }
+  // StartContext::requests_waiting of every start, in order.
+  std::vector<bool> waiting_at_start() const {
+    std::lock_guard lock(mu_);
+    return waiting_at_start_;
+  }
   int cancel_calls() const { return Get(cancel_calls_); }
   int created() const { return Get(created_); }
   int destroyed() const { return Get(destroyed_); }
@@ -179,6 +193,7 @@ class FakeFactory : public SandboxFactory {
   int live_ = 0;
   int max_live_ = 0;
   std::map<int, FakeSandbox*> alive_;
+  std::vector<bool> waiting_at_start_;
 };
 
 inline FakeSandbox::~FakeSandbox() { factory_->OnDestroyed(id_); }

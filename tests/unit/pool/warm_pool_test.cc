@@ -414,6 +414,32 @@ TEST_F(WarmPoolTest, WaiterGetsAReturnedSandbox) {
   EXPECT_EQ(IdOf(*lease), id);
 }
 
+// The factory learns whether a start is for requests already waiting (a fresh pool then starts
+// without its preload): not when filling to min_idle, yes when a waiter is queued.
+TEST_F(WarmPoolTest, StartsTellTheFactoryWhetherRequestsWait) {
+  PoolOptions options = Options();
+  options.mode = PoolMode::kFresh;
+  options.min_idle = 1;
+  options.max_total = 2;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(1));
+  auto first = pool.Acquire();
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(WaitForIdle(1));  // the replacement, with nobody waiting
+  auto second = pool.Acquire();
+  ASSERT_TRUE(second.ok());  // now at max_total: the next request waits
+  auto waiter = std::async(std::launch::async, [&] { return pool.Acquire(60s); });
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().waiting == 1; }));
+  first->Reset();  // fresh: destroyed, which frees room for a start while the waiter waits
+  auto lease = waiter.get();
+  ASSERT_TRUE(lease.ok()) << lease.error().ToString();
+  const std::vector<bool> expected = {false, false, true};
+  const auto got = factory_.waiting_at_start();
+  ASSERT_GE(got.size(), 3u);
+  EXPECT_EQ(std::vector<bool>(got.begin(), got.begin() + 3), expected);
+  EXPECT_GE(pool.stats().starts_with_waiters_total, 1u);
+}
+
 TEST_F(WarmPoolTest, FactoryFailureIsSurfacedToTheWaiter) {
   factory_.set_fail(true);
   PoolOptions options = Options();
