@@ -16,5 +16,10 @@ else
 fi
 [[ -f "$build/compile_commands.json" ]] || cmake -S "$root" -B "$build" >/dev/null
 mapfile -t sources < <(git ls-files 'src/*.cc')
-clang-tidy -p "$build" --quiet "${sources[@]}" 2>/dev/null | grep -E 'warning:|error:' && exit 1
+# clang-tidy exits non-zero on compiler diagnostics too, so judge by its output, not its status.
+findings="$(clang-tidy -p "$build" --quiet "${sources[@]}" 2>/dev/null | grep -E 'warning:|error:' | sort -u || true)"
+if [[ -n "$findings" ]]; then
+  echo "$findings"
+  exit 1
+fi
 echo "lint: clean"

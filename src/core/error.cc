@@ -1,5 +1,6 @@
 #include "sandbox/core/error.h"
 
+#include <cstring>
 #include <string>
 
 namespace sandbox {
@@ -32,6 +33,12 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "internal";
   }
   return "unknown";
+}
+
+std::string ErrnoText(int errnum) {
+  char buffer[256];
+  // GNU strerror_r: returns either buffer or a static string, never fails.
+  return ::strerror_r(errnum, buffer, sizeof buffer);
 }
 
 std::string Error::ToString() const {

@@ -211,7 +211,7 @@ Result<std::string> Base64Decode(std::string_view text) {
   std::uint32_t acc = 0;
   int bits = 0;
   for (char c : text) {
-    int v;
+    int v = 0;
     if (c >= 'A' && c <= 'Z')
       v = c - 'A';
     else if (c >= 'a' && c <= 'z')

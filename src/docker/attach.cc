@@ -19,8 +19,8 @@
 namespace sandbox::docker {
 namespace {
 
-constexpr std::size_t kMaxHeadBytes = 64 * 1024;
-constexpr std::size_t kMaxErrorBodyBytes = 1024 * 1024;
+constexpr std::size_t kMaxHeadBytes = std::size_t{64} * 1024;
+constexpr std::size_t kMaxErrorBodyBytes = std::size_t{1024} * 1024;
 
 // Owns a file descriptor.
 class UniqueFd {
@@ -53,7 +53,7 @@ Result<WaitResult> WaitFor(int fd, short events, int wake_fd, Deadline deadline)
     int n = ::poll(fds, 2, timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Error(ErrorCode::kInternal, std::string("poll: ") + std::strerror(errno));
+      return Error(ErrorCode::kInternal, std::string("poll: ") + ErrnoText(errno));
     }
     if (fds[1].revents != 0) return WaitResult::kWoken;
     if (fds[0].revents != 0) return WaitResult::kReady;  // incl. POLLHUP/POLLERR: recv tells
@@ -92,7 +92,7 @@ struct AttachedStream::State {
     while (!bytes.empty()) {
       if (closed.load()) return Cancelled();
       std::size_t sent = 0;
-      CURLcode rc;
+      CURLcode rc = CURLE_OK;
       {
         std::lock_guard<std::mutex> lock(io_mu);
         rc = curl_easy_send(easy.get(), bytes.data(), bytes.size(), &sent);
@@ -122,7 +122,7 @@ struct AttachedStream::State {
     for (;;) {
       if (closed.load()) return Cancelled();
       std::size_t n = 0;
-      CURLcode rc;
+      CURLcode rc = CURLE_OK;
       {
         std::lock_guard<std::mutex> lock(io_mu);
         rc = curl_easy_recv(easy.get(), buf, sizeof(buf), &n);
@@ -184,7 +184,7 @@ Status AttachedStream::CloseStdin() {
   if (state_->stdin_closed.exchange(true)) return OkStatus();
   if (::shutdown(state_->fd, SHUT_WR) != 0) {
     return Error(ErrorCode::kUnavailable,
-                 std::string("attach stream: closing stdin failed: ") + std::strerror(errno));
+                 std::string("attach stream: closing stdin failed: ") + ErrnoText(errno));
   }
   return OkStatus();
 }
@@ -227,7 +227,7 @@ Result<CollectedOutput> AttachedStream::ReadAll(Deadline deadline, std::size_t m
 }
 
 Result<std::unique_ptr<AttachedStream>> AttachedStream::Open(const Transport& transport,
-                                                             std::string target,
+                                                             const std::string& target,
                                                              const AttachOptions& options,
                                                              Deadline deadline) {
   const Endpoint& endpoint = transport.endpoint();
@@ -255,7 +255,7 @@ Result<std::unique_ptr<AttachedStream>> AttachedStream::Open(const Transport& tr
   }
   state->fd = sock;
   int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) return Error(ErrorCode::kInternal, std::string("eventfd: ") + std::strerror(errno));
+  if (wake < 0) return Error(ErrorCode::kInternal, std::string("eventfd: ") + ErrnoText(errno));
   state->wake.reset(wake);
 
   std::string request = "POST " + target + " HTTP/1.1\r\nHost: " + HostHeader(endpoint) +

@@ -12,7 +12,7 @@ namespace sandbox::docker {
 namespace {
 
 // Above this much unread data the transfer is paused until Next() catches up.
-constexpr std::size_t kPauseAboveBytes = 8 * 1024 * 1024;
+constexpr std::size_t kPauseAboveBytes = std::size_t{8} * 1024 * 1024;
 // Longest single wait inside Next/Open; Stop() interrupts it anyway.
 constexpr long kMaxPollMs = 1000;
 
@@ -138,7 +138,8 @@ void EventStream::Stop() {
 }
 
 Result<std::unique_ptr<EventStream>> EventStream::Open(const Transport& transport,
-                                                       std::string target, Deadline open_deadline) {
+                                                       const std::string& target,
+                                                       Deadline open_deadline) {
   auto s = std::make_unique<State>();
   s->endpoint = transport.endpoint();
   s->what = "GET " + target;

@@ -45,8 +45,8 @@ void AddHeaderLine(std::string_view line, std::map<std::string, std::string>& he
 }
 
 struct Exchange {
-  HttpResponse* response;
-  std::size_t max_bytes;
+  HttpResponse* response = nullptr;
+  std::size_t max_bytes = 0;
   bool over_limit = false;
 };
 

@@ -27,7 +27,7 @@ class StreamOutbound final : public mcp::Outbound {
 
 }  // namespace
 
-LegacySseTransport::LegacySseTransport(mcp::Dispatcher& dispatcher, LegacySseOptions options,
+LegacySseTransport::LegacySseTransport(mcp::Dispatcher& dispatcher, const LegacySseOptions& options,
                                        std::shared_ptr<spdlog::logger> logger)
     : dispatcher_(dispatcher),
       options_(options),

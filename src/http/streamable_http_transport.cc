@@ -42,7 +42,7 @@ bool IsRequest(const json& message) {
 }  // namespace
 
 StreamableHttpTransport::StreamableHttpTransport(mcp::Dispatcher& dispatcher,
-                                                 StreamableHttpOptions options,
+                                                 const StreamableHttpOptions& options,
                                                  std::shared_ptr<spdlog::logger> logger)
     : dispatcher_(dispatcher),
       options_(options),

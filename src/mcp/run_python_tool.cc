@@ -75,11 +75,11 @@ Result<ParsedCall> ParseArguments(const json& args) {
 }  // namespace
 
 RunPythonTool::RunPythonTool(exec::ExecutionService& service, RunPythonOptions options)
-    : RunPythonTool(service, nullptr, std::move(options)) {}
+    : RunPythonTool(service, nullptr, options) {}
 
 RunPythonTool::RunPythonTool(exec::ExecutionService& service, exec::SessionService* sessions,
                              RunPythonOptions options)
-    : service_(service), sessions_(sessions), options_(std::move(options)) {}
+    : service_(service), sessions_(sessions), options_(options) {}
 
 json RunPythonTool::Definition() const {
   std::string description =

@@ -19,7 +19,7 @@ std::vector<std::unique_ptr<Tool>> MakeSessionTools(exec::SessionService& sessio
 
 std::string SessionFailureText(const Error& error, const std::string& session_id,
                                const SessionToolOptions& options) {
-  const std::string message = RepairUtf8(error.message());
+  std::string message = RepairUtf8(error.message());
   switch (error.code()) {
     case ErrorCode::kNotFound:
       if (session_id.empty()) return message;

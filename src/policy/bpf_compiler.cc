@@ -67,27 +67,26 @@ scmp_compare ToScmpOp(ArgCondition::Op op) {
 }
 
 Error LibseccompError(std::string_view what, int rc) {
-  return Error(ErrorCode::kInternal, std::string(what) + ": " + std::strerror(-rc));
+  return Error(ErrorCode::kInternal, std::string(what) + ": " + ErrnoText(-rc));
 }
 
 // seccomp_export_bpf writes to a descriptor (libseccomp 2.5 has no in-memory export): use a memfd.
 Result<std::string> Export(void* ctx) {
   const int fd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
-  if (fd < 0)
-    return Error(ErrorCode::kInternal, std::string("memfd_create: ") + std::strerror(errno));
+  if (fd < 0) return Error(ErrorCode::kInternal, std::string("memfd_create: ") + ErrnoText(errno));
   const FdCloser closer{fd};
   if (const int rc = seccomp_export_bpf(ctx, fd); rc != 0) {
     return LibseccompError("seccomp_export_bpf", rc);
   }
   if (::lseek(fd, 0, SEEK_SET) != 0) {
-    return Error(ErrorCode::kInternal, std::string("lseek: ") + std::strerror(errno));
+    return Error(ErrorCode::kInternal, std::string("lseek: ") + ErrnoText(errno));
   }
   std::string bytes;
   std::array<char, 4096> buffer{};
   for (;;) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error(ErrorCode::kInternal, std::string("read: ") + std::strerror(errno));
+    if (n < 0) return Error(ErrorCode::kInternal, std::string("read: ") + ErrnoText(errno));
     if (n == 0) break;
     bytes.append(buffer.data(), static_cast<std::size_t>(n));
   }
@@ -129,7 +128,7 @@ Result<std::string> CompileBpf(const SeccompPolicy& policy) {
                                  static_cast<unsigned>(conditions.size()), conditions.data());
       if (rc != 0) {
         return Error(ErrorCode::kInvalidArgument, "libseccomp rejected the rule for syscall \"" +
-                                                      name + "\": " + std::strerror(-rc));
+                                                      name + "\": " + ErrnoText(-rc));
       }
     }
   }

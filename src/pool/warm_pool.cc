@@ -401,6 +401,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       Result<std::unique_ptr<PooledSandbox>> created = CreateSandbox(context);
       const auto latency = duration_cast<microseconds>(Clock::now() - begin);
       IdleEntry entry;
+      std::optional<Error> start_error;
       if (created.ok()) {
         entry.sandbox = std::move(created).value();
         entry.created_at = entry.sandbox->CreatedAt();
@@ -408,12 +409,14 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
         entry.last_checked = Clock::now();
         logger_->debug("pool '{}': started sandbox {} in {} ms", options_.name, entry.name,
                        latency.count() / 1000);
+      } else {
+        start_error = created.error();
       }
       lock.lock();
       --starting_;
       work_cv_.notify_all();
-      if (!created.ok()) {
-        OnStartFailureLocked(created.error());
+      if (start_error) {
+        OnStartFailureLocked(*start_error);
         continue;
       }
       ++created_total_;

@@ -88,12 +88,10 @@ RunLimits ResolveLimits(const config::Limits& l) {
   return r;
 }
 
-HarnessSandbox::HarnessSandbox(const docker::Client& client, const SandboxSetup& setup,
-                               ContainerHandle container,
+HarnessSandbox::HarnessSandbox(const SandboxSetup& setup, ContainerHandle container,
                                std::unique_ptr<docker::AttachedStream> stream,
                                std::shared_ptr<spdlog::logger> logger)
-    : client_(client),
-      setup_(setup),
+    : setup_(setup),
       container_(std::move(container)),
       stream_(std::move(stream)),
       logger_(std::move(logger)),
@@ -132,7 +130,7 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   if (!started.ok()) return started.error().WithContext("start sandbox container");
 
   std::unique_ptr<HarnessSandbox> sandbox(
-      new HarnessSandbox(client, setup, std::move(handle), std::move(*stream), std::move(logger)));
+      new HarnessSandbox(setup, std::move(handle), std::move(*stream), std::move(logger)));
   auto booted = sandbox->Boot(deadline, cancel);
   if (!booted.ok()) return booted.error();
   return sandbox;

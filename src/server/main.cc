@@ -44,7 +44,6 @@
 namespace {
 
 using sandbox::Error;
-using sandbox::ErrorCode;
 
 extern "C" char** environ;
 
@@ -316,10 +315,22 @@ int main(int argc, char** argv) {
                            {"engine", ping.ok() ? "reachable" : ping.error().message()}};
     nlohmann::json pools = nlohmann::json::array();
     for (const auto& [name, stats] : (*service)->PoolStats()) {
-      pools.push_back({{"name", name},
-                       {"idle", stats.idle},
-                       {"leased", stats.leased},
-                       {"starting", stats.starting}});
+      // Counts only (no authentication here): for tuning min_idle, max_total and starts.
+      nlohmann::json pool = {
+          {"name", name},
+          {"idle", stats.idle},
+          {"leased", stats.leased},
+          {"starting", stats.starting},
+          {"waiting", stats.waiting},
+          {"acquired_total", stats.acquired_total},
+          {"created_total", stats.created_total},
+          {"destroyed_total", stats.destroyed_total},
+          {"start_failures_total", stats.start_failures_total},
+          {"acquire_timeouts_total", stats.acquire_timeouts_total},
+          {"starts_with_waiters_total", stats.starts_with_waiters_total},
+          {"start_ms_mean", static_cast<double>(stats.start_latency_mean().count()) / 1000.0},
+          {"start_ms_max", static_cast<double>(stats.start_latency_max.count()) / 1000.0}};
+      pools.push_back(std::move(pool));
     }
     body["pools"] = pools;
     if (session_manager) {
@@ -347,6 +358,7 @@ int main(int argc, char** argv) {
   if (sandbox::http::BindServer(http, config.server.listen_host, config.server.listen_port) < 0) {
     logger->critical("cannot listen on {}:{}", config.server.listen_host,
                      config.server.listen_port);
+    // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread): wakes the sigwait of the signal thread
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     return 1;

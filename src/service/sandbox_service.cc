@@ -104,15 +104,15 @@ Result<int> RemoveLeftovers(const docker::Client& client, const std::string& ins
   return removed;
 }
 
-SandboxService::SandboxService(const config::Config& config, const docker::Client& client,
-                               ServiceOptions options, std::shared_ptr<spdlog::logger> logger)
-    : config_(config), client_(client), options_(std::move(options)), logger_(std::move(logger)) {}
+SandboxService::SandboxService(const config::Config& config, ServiceOptions options,
+                               std::shared_ptr<spdlog::logger> logger)
+    : config_(config), options_(std::move(options)), logger_(std::move(logger)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     const config::Config& config, const docker::Client& client, ServiceOptions options,
     std::shared_ptr<spdlog::logger> logger) {
   std::unique_ptr<SandboxService> service(
-      new SandboxService(config, client, std::move(options), std::move(logger)));
+      new SandboxService(config, std::move(options), std::move(logger)));
   for (const auto& pc : config.pools) {
     auto image = client.InspectImage(pc.image);
     if (!image.ok()) {

@@ -25,6 +25,9 @@ enum class ErrorCode {
 
 std::string_view ErrorCodeName(ErrorCode code);
 
+// The text of an errno value, safe to call from any thread (std::strerror is not).
+std::string ErrnoText(int errnum);
+
 class Error {
  public:
   Error(ErrorCode code, std::string message, int http_status = 0)

@@ -15,8 +15,9 @@ namespace sandbox {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value)
-      : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  // Implicit by design: `return value;` and `return error;` both make a Result.
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
@@ -75,8 +76,11 @@ inline Status OkStatus() { return {}; }
 #define SANDBOX_CONCAT_(a, b) SANDBOX_CONCAT_INNER_(a, b)
 #define SANDBOX_RETURN_IF_ERROR(expr) \
   SANDBOX_RETURN_IF_ERROR_IMPL_(SANDBOX_CONCAT_(sandbox_status_, __COUNTER__), expr)
+// `var` names a declared variable, so it cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SANDBOX_RETURN_IF_ERROR_IMPL_(var, expr) \
   do {                                           \
     auto var = (expr);                           \
     if (!var.ok()) return var.error();           \
   } while (0)
+// NOLINTEND(bugprone-macro-parentheses)

@@ -19,6 +19,7 @@ struct ApiVersion {
   // Parses "1.41" (surrounding whitespace allowed); anything else is kProtocol.
   static Result<ApiVersion> Parse(std::string_view text);
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   friend auto operator<=>(const ApiVersion&, const ApiVersion&) = default;
   friend bool operator==(const ApiVersion&, const ApiVersion&) = default;
 };

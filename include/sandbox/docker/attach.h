@@ -70,7 +70,8 @@ class AttachedStream {
   Result<std::optional<StreamChunk>> Read(Deadline deadline);
 
   // Reads to end of stream, keeping at most `max_bytes` of output (stdout + stderr).
-  Result<CollectedOutput> ReadAll(Deadline deadline, std::size_t max_bytes = 16 * 1024 * 1024);
+  Result<CollectedOutput> ReadAll(Deadline deadline,
+                                  std::size_t max_bytes = std::size_t{16} * 1024 * 1024);
 
   // Wakes any blocked Read/Write, which return kCancelled, as will every later call. Any thread.
   void Close();
@@ -82,7 +83,7 @@ class AttachedStream {
 
   // Internal: use Client::Attach.
   static Result<std::unique_ptr<AttachedStream>> Open(const Transport& transport,
-                                                      std::string target,
+                                                      const std::string& target,
                                                       const AttachOptions& options,
                                                       Deadline deadline);
 

@@ -35,9 +35,9 @@ struct ClientOptions {
   // Highest API version asked for; the engine's maximum may lower it. See api_version.h.
   ApiVersion max_api_version = kMaxTestedApiVersion;
   // Largest JSON answer accepted (kLimit beyond).
-  std::size_t max_response_bytes = 64 * 1024 * 1024;
+  std::size_t max_response_bytes = std::size_t{64} * 1024 * 1024;
   // Largest tar archive GetArchive accepts (kLimit beyond).
-  std::size_t max_archive_bytes = 256 * 1024 * 1024;
+  std::size_t max_archive_bytes = std::size_t{256} * 1024 * 1024;
 };
 
 enum class WaitCondition {

@@ -39,7 +39,7 @@ class Demuxer {
   enum class Mode { kMultiplexed, kRaw };
 
   // The longest daemon-error (type 3) frame kept; the rest of its text is dropped.
-  static constexpr std::size_t kMaxSystemErrorBytes = 64 * 1024;
+  static constexpr std::size_t kMaxSystemErrorBytes = std::size_t{64} * 1024;
 
   explicit Demuxer(Mode mode = Mode::kMultiplexed) : mode_(mode) {}
 

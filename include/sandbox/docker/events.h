@@ -52,7 +52,7 @@ struct EventOptions {
 class EventStream {
  public:
   // The line length above which the stream is considered broken.
-  static constexpr std::size_t kMaxLineBytes = 1024 * 1024;
+  static constexpr std::size_t kMaxLineBytes = std::size_t{1024} * 1024;
 
   ~EventStream();
   EventStream(const EventStream&) = delete;
@@ -68,7 +68,8 @@ class EventStream {
 
   // Internal: use Client::Events. Returns once the engine answered the head, i.e. once the
   // subscription is active (events after that are not missed).
-  static Result<std::unique_ptr<EventStream>> Open(const Transport& transport, std::string target,
+  static Result<std::unique_ptr<EventStream>> Open(const Transport& transport,
+                                                   const std::string& target,
                                                    Deadline open_deadline);
 
  private:

@@ -79,7 +79,8 @@ struct HttpRequest {
   std::string body;
   std::string content_type;  // sent when non-empty
   Deadline deadline;
-  std::size_t max_response_bytes = 64 * 1024 * 1024;  // a larger body fails with kLimit
+  std::size_t max_response_bytes =
+      std::size_t{64} * 1024 * 1024;  // a larger body fails with kLimit
 };
 
 struct HttpResponse {

@@ -47,7 +47,7 @@ struct LegacySseOptions {
 
 class LegacySseTransport {
  public:
-  LegacySseTransport(mcp::Dispatcher& dispatcher, LegacySseOptions options,
+  LegacySseTransport(mcp::Dispatcher& dispatcher, const LegacySseOptions& options,
                      std::shared_ptr<spdlog::logger> logger);
   ~LegacySseTransport();
   LegacySseTransport(const LegacySseTransport&) = delete;

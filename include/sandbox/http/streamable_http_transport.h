@@ -66,7 +66,7 @@ struct StreamableHttpOptions {
 
 class StreamableHttpTransport {
  public:
-  StreamableHttpTransport(mcp::Dispatcher& dispatcher, StreamableHttpOptions options,
+  StreamableHttpTransport(mcp::Dispatcher& dispatcher, const StreamableHttpOptions& options,
                           std::shared_ptr<spdlog::logger> logger);
   ~StreamableHttpTransport();
   StreamableHttpTransport(const StreamableHttpTransport&) = delete;

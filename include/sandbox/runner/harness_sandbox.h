@@ -113,7 +113,7 @@ class HarnessSandbox final : public pool::PooledSandbox {
  private:
   struct CancelLink;
 
-  HarnessSandbox(const docker::Client& client, const SandboxSetup& setup, ContainerHandle container,
+  HarnessSandbox(const SandboxSetup& setup, ContainerHandle container,
                  std::unique_ptr<docker::AttachedStream> stream,
                  std::shared_ptr<spdlog::logger> logger);
 
@@ -128,7 +128,6 @@ class HarnessSandbox final : public pool::PooledSandbox {
   // session_reset). True when it was one of those.
   bool NoteIdleMessage(nlohmann::json& msg);
 
-  const docker::Client& client_;
   const SandboxSetup& setup_;
   ContainerHandle container_;
   std::unique_ptr<docker::AttachedStream> stream_;

@@ -89,12 +89,11 @@ class SandboxService final : public exec::ExecutionService {
     std::unique_ptr<pool::WarmPool> pool;
   };
 
-  SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
+  SandboxService(const config::Config& config, ServiceOptions options,
                  std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
 
   const config::Config& config_;
-  const docker::Client& client_;
   ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   std::map<std::string, PoolEntry> pools_;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -51,6 +52,30 @@ TEST(CrashRecoveryTest, KilledServerLeavesNoContainers) {
   server.Stop(SIGKILL);  // no chance to clean up
   EXPECT_TRUE(WaitFor([&] { return ContainersOf(instance).empty(); }, seconds(60)))
       << ContainersOf(instance).size() << " container(s) outlived the server";
+}
+
+// /healthz carries the counters an operator tunes a pool by; a warm pool has started its
+// container through the harness, so its start latency is known.
+TEST(CrashRecoveryTest, HealthzReportsPoolCounters) {
+  const auto instance = sandbox::testing::TestInstanceId("healthz");
+  sandbox::testing::ServerProcess server(instance, FreePort(), kPools);
+  ASSERT_TRUE(WaitFor([&] { return server.Ready(); }, seconds(120)));
+  httplib::Client client("127.0.0.1", server.port());
+  auto res = client.Get("/healthz");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  auto body = nlohmann::json::parse(res->body);
+  ASSERT_EQ(body["pools"].size(), 1U);
+  const auto& pool = body["pools"][0];
+  EXPECT_EQ(pool["name"], "default");
+  EXPECT_GE(pool["idle"].get<int>(), 1);
+  EXPECT_GE(pool["created_total"].get<int>(), pool["idle"].get<int>());
+  EXPECT_EQ(pool["waiting"].get<int>(), 0);
+  EXPECT_EQ(pool["start_failures_total"].get<int>(), 0);
+  EXPECT_EQ(pool["starts_with_waiters_total"].get<int>(), 0);  // a recycle pool never skips
+  EXPECT_GT(pool["start_ms_mean"].get<double>(), 0.0);
+  EXPECT_GE(pool["start_ms_max"].get<double>(), pool["start_ms_mean"].get<double>());
+  EXPECT_FALSE(pool.contains("last_start_error"));  // unauthenticated: counts only
 }
 
 TEST(CrashRecoveryTest, StartupRemovesLeftoversOfItsInstance) {
