@@ -322,6 +322,7 @@ int main(int argc, char** argv) {
           {"leased", stats.leased},
           {"starting", stats.starting},
           {"waiting", stats.waiting},
+          {"destroying", stats.destroying},
           {"acquired_total", stats.acquired_total},
           {"created_total", stats.created_total},
           {"destroyed_total", stats.destroyed_total},

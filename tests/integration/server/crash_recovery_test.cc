@@ -71,6 +71,7 @@ TEST(CrashRecoveryTest, HealthzReportsPoolCounters) {
   EXPECT_GE(pool["idle"].get<int>(), 1);
   EXPECT_GE(pool["created_total"].get<int>(), pool["idle"].get<int>());
   EXPECT_EQ(pool["waiting"].get<int>(), 0);
+  EXPECT_GE(pool["destroying"].get<int>(), 0);
   EXPECT_EQ(pool["start_failures_total"].get<int>(), 0);
   EXPECT_EQ(pool["starts_with_waiters_total"].get<int>(), 0);  // a recycle pool never skips
   EXPECT_GT(pool["start_ms_mean"].get<double>(), 0.0);
