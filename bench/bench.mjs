@@ -344,7 +344,8 @@ async function poolFill() {
 }
 
 // Latency is one request on an otherwise idle machine: before each sample, every pool is full
-// again (a fresh pool's replacement has booted, which costs a second or more of CPU) and
+// again (a fresh pool's replacement has booted, which costs a second or more of CPU), no used
+// container is still being removed, and
 // opt.settle ms have passed (a recycled container prepares its next run, `docker run --rm`'s
 // container is gone). Without it, a sample pays for the work the previous rows left behind.
 async function settle(servers) {
@@ -353,7 +354,7 @@ async function settle(servers) {
     const want = s.pool.min_idle ?? 0;
     while (now() - t0 < 60_000) {
       const p = (await s.healthz())?.pools?.find((x) => x.name === 'default');
-      if (p && p.idle >= want && p.starting === 0) break;
+      if (p && p.idle >= want && p.starting === 0 && (p.destroying ?? 0) === 0) break;
       await sleep(20);
     }
   }
