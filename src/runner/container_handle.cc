@@ -1,6 +1,7 @@
 #include "sandbox/runner/container_handle.h"
 
 #include <chrono>
+#include <thread>
 
 namespace sandbox::runner {
 
@@ -21,9 +22,17 @@ void ContainerHandle::Remove() {
   options.volumes = true;
   auto status =
       client_->RemoveContainer(id_, options, docker::CallOptions::Within(std::chrono::seconds(30)));
-  // 404: already gone; 409: the engine is already removing it (AutoRemove after exit).
-  if (!status.ok() && status.error().code() != ErrorCode::kNotFound &&
-      status.error().code() != ErrorCode::kConflict && logger_) {
+  // 404: already gone. 409: the engine is already removing it (AutoRemove after exit); wait
+  // until it is gone, so "removed" means no longer listed (tests and shutdown count on it).
+  if (!status.ok() && status.error().code() == ErrorCode::kConflict) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < give_up) {
+      auto info =
+          client_->InspectContainer(id_, docker::CallOptions::Within(std::chrono::seconds(5)));
+      if (!info.ok() && info.error().code() == ErrorCode::kNotFound) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } else if (!status.ok() && status.error().code() != ErrorCode::kNotFound && logger_) {
     logger_->error("remove container {}: {}", short_id(), status.error().ToString());
   }
   id_.clear();
