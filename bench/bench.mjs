@@ -345,9 +345,8 @@ async function poolFill() {
 
 // Latency is one request on an otherwise idle machine: before each sample, every pool is full
 // again (a fresh pool's replacement has booted, which costs a second or more of CPU), no used
-// container is still being removed, and
-// opt.settle ms have passed (a recycled container prepares its next run, `docker run --rm`'s
-// container is gone). Without it, a sample pays for the work the previous rows left behind.
+// container is still being removed, and opt.settle ms have passed (a recycled container
+// prepares its next run, `docker run --rm`'s container is gone). Without it, a sample pays for the work the previous rows left behind.
 async function settle(servers) {
   const t0 = now();
   for (const s of servers) {

@@ -1,7 +1,6 @@
 #include "sandbox/runner/container_handle.h"
 
 #include <chrono>
-#include <thread>
 
 namespace sandbox::runner {
 
@@ -25,12 +24,11 @@ void ContainerHandle::Remove() {
   // 404: already gone. 409: the engine is already removing it (AutoRemove after exit); wait
   // until it is gone, so "removed" means no longer listed (tests and shutdown count on it).
   if (!status.ok() && status.error().code() == ErrorCode::kConflict) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < give_up) {
-      auto info =
-          client_->InspectContainer(id_, docker::CallOptions::Within(std::chrono::seconds(5)));
-      if (!info.ok() && info.error().code() == ErrorCode::kNotFound) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // The engine's own wait; 404 if the removal finished in between.
+    auto removed = client_->WaitContainer(id_, docker::WaitCondition::kRemoved,
+                                          docker::CallOptions::Within(std::chrono::seconds(10)));
+    if (!removed.ok() && removed.error().code() != ErrorCode::kNotFound && logger_) {
+      logger_->warn("remove container {}: {}", short_id(), removed.error().ToString());
     }
   } else if (!status.ok() && status.error().code() != ErrorCode::kNotFound && logger_) {
     logger_->error("remove container {}: {}", short_id(), status.error().ToString());
