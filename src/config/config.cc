@@ -156,6 +156,8 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   SANDBOX_RETURN_IF_ERROR(r.Read("warm_plot", pool.warm_plot));
   pool.skip_preload_when_queued = pool.mode == PoolMode::kFresh;  // the default follows the mode
   SANDBOX_RETURN_IF_ERROR(r.Read("skip_preload_when_queued", pool.skip_preload_when_queued));
+  pool.refill_after_run = pool.mode == PoolMode::kFresh;
+  SANDBOX_RETURN_IF_ERROR(r.Read("refill_after_run", pool.refill_after_run));
   SANDBOX_RETURN_IF_ERROR(r.Read("min_idle", pool.min_idle));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_total", pool.max_total));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_concurrent_starts", pool.max_concurrent_starts));

@@ -25,6 +25,7 @@ PoolOptions PoolOptionsFromConfig(const config::PoolConfig& config) {
   options.min_idle = config.min_idle;
   options.max_total = config.max_total;
   options.max_concurrent_starts = config.max_concurrent_starts;
+  options.refill_after_run = config.refill_after_run;
   options.acquire_timeout = config.acquire_timeout;
   options.max_age = config.max_age;
   options.max_runs = config.max_runs;
@@ -319,9 +320,15 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 
   // Whether a worker should start a sandbox now (back-off aside): enough for min_idle plus
   // one per waiter, within max_total. Checked ones count as supply: they most likely return.
+  // With refill_after_run, leased ones count towards min_idle too, except that one stays idle:
+  // their replacements start once they are released (see PoolOptions::refill_after_run).
   bool StartNeededLocked() const {
     const int supply = static_cast<int>(idle_.size()) + starting_ + checking_;
-    const int demand = options_.min_idle + static_cast<int>(waiters_.size());
+    int idle_target = options_.min_idle;
+    if (options_.refill_after_run) {
+      idle_target = std::max(std::min(1, options_.min_idle), options_.min_idle - leased_);
+    }
+    const int demand = idle_target + static_cast<int>(waiters_.size());
     return !shutdown_ && supply < demand && TotalLocked() < options_.max_total;
   }
 

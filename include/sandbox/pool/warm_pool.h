@@ -5,7 +5,8 @@
 //
 // Threads (all owned, all joined by Shutdown(); none detached):
 //   - max_concurrent_starts start workers, the only callers of SandboxFactory::Create(); they
-//     keep idle + starting >= min_idle + waiting acquirers, never past max_total, and back off
+//     keep idle + starting >= min_idle + waiting acquirers (with refill_after_run: leased ones
+//     count towards min_idle, but one stays idle), never past max_total, and back off
 //     exponentially after failed starts;
 //   - one maintenance thread: every health_check_interval it retires idle sandboxes past
 //     max_age and health-checks idle sandboxes one at a time, outside the pool lock;
@@ -48,6 +49,12 @@ struct PoolOptions {
   int min_idle = 2;               // kept started and waiting; clamped to [0, max_total]
   int max_total = 8;              // idle + leased + starting + checking + destroying; >= 1
   int max_concurrent_starts = 2;  // start workers, i.e. starts in flight at once; >= 1
+  // Whether a lent sandbox's replacement waits for its lease to end: leased sandboxes count
+  // towards min_idle (the pool keeps max(1, min_idle - leased) idle, plus one per waiter), so
+  // the start (a container boot: about a CPU-second of preloading) happens after the run
+  // instead of competing with it for the CPU. Taking the last idle sandbox still starts one at
+  // once. With min_idle 0 it changes nothing.
+  bool refill_after_run = false;
   std::chrono::milliseconds acquire_timeout{10000};  // Acquire() default wait before kBusy
   // A sandbox older than this (by `clock`, against PooledSandbox::CreatedAt) is not lent out
   // again; <= 0 disables the limit.

@@ -52,6 +52,24 @@ TEST(ConfigTest, SkipPreloadWhenQueuedDefaultsByModeAndIsFreshOnly) {
   EXPECT_NE(status.error().message().find("fresh pools only"), std::string::npos);
 }
 
+// Fresh pools start a used container's replacement after its run by default (the boot would
+// otherwise compete with the run); recycle pools keep starting at lease time unless asked.
+TEST(ConfigTest, RefillAfterRunDefaultsByMode) {
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"pools": [
+    {"name": "r", "mode": "recycle"}, {"name": "f", "mode": "fresh"},
+    {"name": "g", "mode": "fresh", "refill_after_run": false},
+    {"name": "s", "mode": "recycle", "refill_after_run": true}], "default_pool": "r"})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_FALSE(cfg->pools[0].refill_after_run);
+  EXPECT_TRUE(cfg->pools[1].refill_after_run);
+  EXPECT_FALSE(cfg->pools[2].refill_after_run);
+  EXPECT_TRUE(cfg->pools[3].refill_after_run);
+  EXPECT_TRUE(Validate(*cfg).ok());
+  auto wrong = ApplyJson(Config{}, json::parse(R"({"pools": [{"name": "r", "refill_after_run": 1}]})"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message().find("refill_after_run"), std::string::npos);
+}
+
 TEST(ConfigTest, ListenBeyondLoopbackRequiresToken) {
   auto cl = Parse({"--listen", "0.0.0.0:9000"});
   ASSERT_TRUE(cl.ok());

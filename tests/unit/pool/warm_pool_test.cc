@@ -91,6 +91,7 @@ TEST(PoolOptionsTest, FromConfigCopiesThePoolSettings) {
   cfg.min_idle = 3;
   cfg.max_total = 9;
   cfg.max_concurrent_starts = 4;
+  cfg.refill_after_run = true;
   cfg.acquire_timeout = 1234ms;
   cfg.max_age = 77s;
   cfg.max_runs = 12;
@@ -100,6 +101,7 @@ TEST(PoolOptionsTest, FromConfigCopiesThePoolSettings) {
   EXPECT_EQ(options.min_idle, 3);
   EXPECT_EQ(options.max_total, 9);
   EXPECT_EQ(options.max_concurrent_starts, 4);
+  EXPECT_TRUE(options.refill_after_run);
   EXPECT_EQ(options.acquire_timeout, 1234ms);
   EXPECT_EQ(options.max_age, 77s);
   EXPECT_EQ(options.max_runs, 12);
@@ -224,6 +226,61 @@ TEST_F(WarmPoolTest, FreshModeDestroysAfterOneUseAndReplaces) {
   auto next = pool.Acquire();
   ASSERT_TRUE(next.ok());
   EXPECT_NE(IdOf(*next), id);
+}
+
+// refill_after_run: while another sandbox is idle, a lent one's replacement starts only when
+// its lease ends, so the new sandbox's boot does not compete with the run.
+TEST_F(WarmPoolTest, RefillAfterRunStartsTheReplacementWhenTheLeaseEnds) {
+  PoolOptions options = Options();
+  options.mode = PoolMode::kFresh;
+  options.refill_after_run = true;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto lease = pool.Acquire(0ms);
+  ASSERT_TRUE(lease.ok());
+  // Nothing to wait for but time: a start would have begun within this.
+  std::this_thread::sleep_for(200ms);
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.starting, 0);
+  EXPECT_EQ(s.created_total, 2u);
+  EXPECT_EQ(s.idle, 1);
+  lease->Reset();
+  ASSERT_TRUE(WaitFor([&] {
+    PoolStats t = pool.stats();
+    return t.created_total == 3u && t.idle == 2 && t.destroying == 0;
+  }));
+}
+
+// Taking the last idle sandbox still starts a replacement at once: one always stays idle.
+TEST_F(WarmPoolTest, RefillAfterRunKeepsOneIdleWhileLeasesAreOut) {
+  PoolOptions options = Options();
+  options.mode = PoolMode::kFresh;
+  options.refill_after_run = true;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto first = pool.Acquire(0ms);
+  auto second = pool.Acquire(0ms);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_EQ(pool.stats().created_total, 3u);
+  EXPECT_EQ(pool.stats().leased, 2);
+  first->Reset();
+  second->Reset();
+  ASSERT_TRUE(WaitForIdle(2));  // back to min_idle once the leases end
+  EXPECT_EQ(pool.stats().created_total, 4u);
+}
+
+// Without it (the recycle default), a lease's replacement starts while the lease is out.
+TEST_F(WarmPoolTest, WithoutRefillAfterRunTheReplacementStartsAtLeaseTime) {
+  PoolOptions options = Options();
+  options.mode = PoolMode::kFresh;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto lease = pool.Acquire(0ms);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(WaitForIdle(2));
+  EXPECT_EQ(pool.stats().created_total, 3u);
+  EXPECT_EQ(pool.stats().leased, 1);
 }
 
 TEST_F(WarmPoolTest, RetiresAtMaxRuns) {
