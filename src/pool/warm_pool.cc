@@ -40,6 +40,13 @@ milliseconds StartBackoff(int consecutive_failures, milliseconds initial, millis
   return std::min(delay, max);
 }
 
+bool BehindDemand(bool requests_waiting, bool idle_empty,
+                  std::optional<Clock::time_point> last_wait_began, Clock::time_point now,
+                  milliseconds window) {
+  if (requests_waiting) return true;
+  return idle_empty && last_wait_began.has_value() && now - *last_wait_began < window;
+}
+
 namespace detail {
 namespace {
 
@@ -150,6 +157,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     Waiter me;
     const std::uint64_t failures_before = start_failures_total_;
     waiters_.push_back(&me);
+    last_wait_began_ = Clock::now();
     work_cv_.notify_all();  // demand rose: a worker may start one
     while (!me.sandbox && !me.shut_down) {
       if (me.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
@@ -400,8 +408,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
         continue;
       }
       StartContext context;
-      context.requests_waiting = !waiters_.empty();
-      if (context.requests_waiting) ++starts_with_waiters_total_;
+      context.behind_demand =
+          BehindDemand(!waiters_.empty(), idle_.empty(), last_wait_began_, Clock::now());
+      if (context.behind_demand) ++starts_with_waiters_total_;
       ++starting_;
       lock.unlock();
       const auto begin = Clock::now();
@@ -569,6 +578,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   int destroying_ = 0;
 
   Clock::time_point backoff_until_{};
+  std::optional<Clock::time_point> last_wait_began_;  // the latest Acquire() that had to wait
   int consecutive_start_failures_ = 0;
   std::optional<Error> last_start_error_;
 

@@ -64,7 +64,7 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::Create() {
 
 Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     const pool::StartContext& context) {
-  const bool lean = context.requests_waiting && lean_setup_.has_value();
+  const bool lean = context.behind_demand && lean_setup_.has_value();
   if (lean) {
     logger_->debug("pool '{}': requests are waiting; starting a container without the preload",
                    setup_.pool.name);

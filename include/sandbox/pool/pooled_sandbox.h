@@ -48,8 +48,10 @@ class PooledSandbox {
 
 // What the pool knows when it begins a start, for the factory to choose how to start.
 struct StartContext {
-  // Requests are waiting in Acquire() for a sandbox of this pool: none was idle for them.
-  bool requests_waiting = false;
+  // The pool is behind its demand: requests wait in Acquire() for a sandbox, or none is idle
+  // and one waited within the last second (a client running back to back is between two
+  // requests). A sandbox started now is most likely taken the moment it is ready.
+  bool behind_demand = false;
 };
 
 // Creates and starts sandboxes for one pool. Create() blocks until the sandbox is ready for

@@ -77,6 +77,12 @@ struct PoolOptions {
 // The options of a configured pool; health-check period and back-off keep their defaults.
 PoolOptions PoolOptionsFromConfig(const config::PoolConfig& config);
 
+// Whether a start begun now is behind demand (StartContext::behind_demand): requests wait, or
+// none is idle and the last one began waiting within `window` before `now`.
+bool BehindDemand(bool requests_waiting, bool idle_empty,
+                  std::optional<Clock::time_point> last_wait_began, Clock::time_point now,
+                  std::chrono::milliseconds window = std::chrono::seconds(1));
+
 // The delay before the next start after `consecutive_failures` failed ones (0 for none):
 // initial, 2*initial, 4*initial, ... capped at `max`. Deterministic (no jitter): one pool per
 // process, so there is no herd of clients to spread out.
@@ -100,7 +106,7 @@ struct PoolStats {
   std::uint64_t acquire_timeouts_total = 0;  // Acquire() calls that gave up at their deadline
   std::uint64_t health_check_failures_total = 0;
   std::uint64_t acquired_total = 0;
-  // Starts begun while requests waited for a sandbox (StartContext::requests_waiting).
+  // Starts begun while the pool was behind its demand (StartContext::behind_demand).
   std::uint64_t starts_with_waiters_total = 0;
 
   std::optional<Error> last_start_error;  // the most recent failed start, if any ever failed

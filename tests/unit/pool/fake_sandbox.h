@@ -81,7 +81,7 @@ class FakeFactory : public SandboxFactory {
   Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) override {
     {
       std::lock_guard lock(mu_);
-      waiting_at_start_.push_back(context.requests_waiting);
+      waiting_at_start_.push_back(context.behind_demand);
     }
     return Create();
   }
@@ -156,7 +156,7 @@ class FakeFactory : public SandboxFactory {
   }
 
   int attempts() const { return Get(attempts_); }
-  // StartContext::requests_waiting of every start, in order.
+  // StartContext::behind_demand of every start, in order.
   std::vector<bool> waiting_at_start() const {
     std::lock_guard lock(mu_);
     return waiting_at_start_;

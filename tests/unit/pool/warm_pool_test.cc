@@ -84,6 +84,19 @@ TEST(StartBackoffTest, DoublesFromInitialUpToTheCap) {
   EXPECT_EQ(StartBackoff(1000000, 250ms, 30s), 30s);  // no overflow
 }
 
+// A client running back to back is between two requests for a moment: with none idle and a
+// wait within the window, the pool counts as behind demand although nobody waits right now.
+TEST(BehindDemandTest, WaitersOrARecentWaitWithNoneIdle) {
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  EXPECT_TRUE(BehindDemand(true, false, std::nullopt, t0));
+  EXPECT_TRUE(BehindDemand(true, true, std::nullopt, t0));
+  EXPECT_FALSE(BehindDemand(false, true, std::nullopt, t0));  // nobody ever waited
+  EXPECT_TRUE(BehindDemand(false, true, t0 - 200ms, t0));     // waited just now
+  EXPECT_FALSE(BehindDemand(false, false, t0 - 200ms, t0));   // but one is idle
+  EXPECT_FALSE(BehindDemand(false, true, t0 - 1s, t0));       // the window has passed
+  EXPECT_TRUE(BehindDemand(false, true, t0 - 1s, t0, 2000ms));
+}
+
 TEST(PoolOptionsTest, FromConfigCopiesThePoolSettings) {
   config::PoolConfig cfg;
   cfg.name = "big";
