@@ -11,6 +11,8 @@ DOCKER_SOCK="${DOCKER_SOCK:-/var/run/docker.sock}"
 SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
   libgtest-dev libgmock-dev libseccomp-dev python3)
+# Only the test command needs these: its `lint` test runs scripts/lint.sh.
+SANDBOX_TEST_PACKAGES=(clang-format clang-tidy)
 SANDBOX_ENGINE_PACKAGES=(docker.io docker-compose debootstrap iptables runsc)
 
 log() { printf '[host] %s\n' "$*" >&2; }
@@ -96,8 +98,11 @@ prepare_host() {
   install_packages "${SANDBOX_BUILD_PACKAGES[@]}" "${SANDBOX_ENGINE_PACKAGES[@]}"
   ensure_engine
   bash "$SANDBOX_ROOT/images/build.sh"
-  # Only the test command needs the npm clients.
-  if [[ "$(basename "$0")" == test.sh ]]; then install_e2e_clients; fi
+  # Only the test command needs the npm clients and the lint tools.
+  if [[ "$(basename "$0")" == test.sh ]]; then
+    install_packages "${SANDBOX_TEST_PACKAGES[@]}"
+    install_e2e_clients
+  fi
 }
 
 build_server() {

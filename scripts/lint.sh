@@ -3,6 +3,9 @@
 # .clang-tidy over the C++ sources. Needs a configured build dir for compile_commands.json.
 #   scripts/lint.sh [--fix] [BUILD_DIR]
 set -euo pipefail
+for tool in clang-format clang-tidy; do
+  command -v "$tool" >/dev/null || { echo "lint: $tool is not installed (scripts/host.sh installs it)" >&2; exit 2; }
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fix=0
 if [[ "${1:-}" == --fix ]]; then fix=1; shift; fi
@@ -16,8 +19,15 @@ else
 fi
 [[ -f "$build/compile_commands.json" ]] || cmake -S "$root" -B "$build" >/dev/null
 mapfile -t sources < <(git ls-files 'src/*.cc')
-# clang-tidy exits non-zero on compiler diagnostics too, so judge by its output, not its status.
-findings="$(clang-tidy -p "$build" --quiet "${sources[@]}" 2>/dev/null | grep -E 'warning:|error:' | sort -u || true)"
+# One clang-tidy per source, as many at once as there are cores, each into its own file so
+# parallel output cannot interleave. clang-tidy exits non-zero on compiler diagnostics too, so
+# judge by its output, not its status.
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+  'clang-tidy -p "$1" --quiet "$2" >"$3/$(printf %s "$2" | tr / _).txt" 2>/dev/null || true' \
+  sh "$build" {} "$out"
+findings="$(cat "$out"/*.txt | grep -E 'warning:|error:' | sort -u || true)"
 if [[ -n "$findings" ]]; then
   echo "$findings"
   exit 1

@@ -65,7 +65,8 @@ TEST(ConfigTest, RefillAfterRunDefaultsByMode) {
   EXPECT_FALSE(cfg->pools[2].refill_after_run);
   EXPECT_TRUE(cfg->pools[3].refill_after_run);
   EXPECT_TRUE(Validate(*cfg).ok());
-  auto wrong = ApplyJson(Config{}, json::parse(R"({"pools": [{"name": "r", "refill_after_run": 1}]})"));
+  auto wrong =
+      ApplyJson(Config{}, json::parse(R"({"pools": [{"name": "r", "refill_after_run": 1}]})"));
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.error().message().find("refill_after_run"), std::string::npos);
 }
