@@ -69,9 +69,9 @@ struct PoolConfig {
   // so under a backlog its preload (seconds of CPU) only delays the queue; the run imports
   // what it uses itself.
   bool skip_preload_when_queued = false;
-  // Default true for fresh pools, false for recycle pools: while another container is idle and
-  // nobody waits, a lent container's replacement starts when its run ends, not when it is
-  // lent, so the replacement's boot does not slow that run down (pool::PoolOptions).
+  // Default true for fresh pools, false for recycle pools: lent containers count towards
+  // min_idle while one more stays idle, so a replacement starts when its run ends, not when it
+  // is lent, and its boot does not slow that run down (pool::PoolOptions::refill_after_run).
   bool refill_after_run = false;
   int min_idle = 2;                                  // containers kept warm and waiting
   int max_total = 8;                                 // containers at most, busy + idle + starting
