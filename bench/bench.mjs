@@ -254,6 +254,14 @@ async function mcpCall(client, code, kind, inner) {
   return ms;
 }
 
+// An MCP ping on the same client and server: the protocol round trip with no tool and no
+// sandbox, the floor under every run_python latency (used to bound the print(1) target).
+async function mcpPing(client) {
+  const t0 = now();
+  await client.ping();
+  return now() - t0;
+}
+
 // POST /v1/execute (JSON answer) over a keep-alive agent.
 function apiExecute(server, agent, code) {
   const body = JSON.stringify({ code });
@@ -365,6 +373,7 @@ async function latency(ctx) {
   const inner = {};
   const I = (key) => (inner[key] = inner[key] ?? []);
   const rows = [
+    { key: 'mcp-ping', label: 'MCP ping (recycle server, same client; no tool, no sandbox)', kind: '-', fn: () => mcpPing(clientsR[0]) },
     { key: 'mcp-recycle-print', label: 'MCP run_python (recycle)', kind: 'print', fn: () => mcpCall(clientsR[0], PRINT, 'print', I('mcp-recycle-print')) },
     { key: 'mcp-fresh-print', label: 'MCP run_python (fresh)', kind: 'print', fn: () => mcpCall(clientsF[0], PRINT, 'print', I('mcp-fresh-print')) },
     { key: 'api-recycle-print', label: 'POST /v1/execute (recycle)', kind: 'print', fn: () => apiCall(R, agentR, PRINT, 'print', I('api-recycle-print')), api: true },
@@ -853,10 +862,19 @@ function render() {
   p('|---|---|---|');
   const verdict = (ok) => (ok ? 'met' : 'missed');
   const ratio = (a, b) => a / b;
-  const tgt = (name, value, ok) => p(`| ${name} | ${value} | ${Number.isFinite(ok) || typeof ok === 'boolean' ? verdict(ok) : 'n/a'} |`);
+  const tgt = (name, value, ok, bounded = false) => p(`| ${name} | ${value} | ${Number.isFinite(ok) || typeof ok === 'boolean' ? verdict(ok) + (!ok && bounded ? ' (bounded)' : '') : 'n/a'} |`);
   for (const mode of ['recycle', 'fresh']) {
-    const x = ratio(L['exec-print']?.p50, L[`mcp-${mode}-print`]?.p50);
-    tgt(`print(1) p50 via MCP (${mode}) >= 20x faster than docker exec`, `${x.toFixed(1)}x (${fmtMs(L[`mcp-${mode}-print`]?.p50)} vs ${fmtMs(L['exec-print']?.p50)} ms)`, x >= 20);
+    const row = L[`mcp-${mode}-print`];
+    const x = ratio(L['exec-print']?.p50, row?.p50);
+    let value = `${x.toFixed(1)}x (${fmtMs(row?.p50)} vs ${fmtMs(L['exec-print']?.p50)} ms)`;
+    // A miss is bounded when the client's bare round trip plus the run inside the harness,
+    // both measured in this run, already exceed what 20x allows.
+    const need = L['exec-print']?.p50 / 20;
+    const floor = (L['mcp-ping']?.p50 ?? NaN) + (row?.inner ?? NaN);
+    if (x < 20 && Number.isFinite(floor)) {
+      value += `; 20x needs <= ${fmtMs(need)} ms, the MCP ping alone (${fmtMs(L['mcp-ping'].p50)} ms) plus the run inside the harness (${fmtMs(row.inner)} ms) is ${fmtMs(floor)} ms${floor > need ? ': bounded by the client round trip and the run, before any server or Docker time' : ''}`;
+    }
+    tgt(`print(1) p50 via MCP (${mode}) >= 20x faster than docker exec`, value, x >= 20, floor > need);
   }
   for (const mode of ['recycle', 'fresh']) {
     const x = ratio(L['exec-plot']?.p50, L[`mcp-${mode}-plot`]?.p50);
