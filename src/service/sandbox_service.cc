@@ -66,7 +66,7 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     const pool::StartContext& context) {
   const bool lean = context.behind_demand && lean_setup_.has_value();
   if (lean) {
-    logger_->debug("pool '{}': requests are waiting; starting a container without the preload",
+    logger_->debug("pool '{}': behind demand; starting a container without the preload",
                    setup_.pool.name);
   }
   auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *lean_setup_ : setup_, logger_,
