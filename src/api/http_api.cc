@@ -12,6 +12,7 @@
 
 #include "sandbox/api/execute.h"
 #include "sandbox/api/openapi.h"
+#include "sandbox/core/json.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/exec/session_json.h"
 
@@ -170,14 +171,18 @@ ApiError UnsupportedMediaType(const httplib::Request& req) {
 }
 
 std::optional<json> ParseBody(const httplib::Request& req, ApiError& error) {
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) {
+  if (req.body.empty()) {
     error.status = 400;
-    error.message = req.body.empty() ? "the body is empty; expected a JSON object"
-                                     : "the body is not valid JSON";
+    error.message = "the body is empty; expected a JSON object";
     return std::nullopt;
   }
-  return body;
+  auto body = ParseJson(req.body);
+  if (!body.ok()) {
+    error.status = 400;
+    error.message = "the body is not valid JSON: " + body.error().message();
+    return std::nullopt;
+  }
+  return std::move(body).value();
 }
 
 void MethodNotAllowed(const httplib::Request&, httplib::Response& res) {

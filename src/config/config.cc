@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::config {
 namespace {
 
@@ -367,13 +369,12 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
     }
     std::stringstream text;
     text << in.rdbuf();
-    json doc =
-        json::parse(text.str(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-    if (doc.is_discarded()) {
+    auto doc = ParseJson(text.str(), {.max_depth = kMaxJsonDepth, .allow_comments = true});
+    if (!doc.ok()) {
       return Error(ErrorCode::kInvalidArgument,
-                   "configuration file " + *config_file + " is not valid JSON");
+                   "configuration file " + *config_file + ": " + doc.error().message());
     }
-    auto applied = ApplyJson(std::move(out.config), doc);
+    auto applied = ApplyJson(std::move(out.config), *doc);
     if (!applied.ok()) return applied.error().WithContext(*config_file);
     out.config = std::move(*applied);
   }

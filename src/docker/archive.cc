@@ -5,6 +5,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -239,10 +241,11 @@ Result<std::string> Base64Decode(std::string_view text) {
 Result<PathStat> ParsePathStatHeader(std::string_view header_value) {
   auto decoded = Base64Decode(header_value);
   if (!decoded.ok()) return decoded.error().WithContext("X-Docker-Container-Path-Stat");
-  auto j = nlohmann::json::parse(*decoded, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
+  auto parsed = ParseJson(*decoded);
+  if (!parsed.ok() || !parsed->is_object()) {
     return Error(ErrorCode::kProtocol, "X-Docker-Container-Path-Stat is not a JSON object");
   }
+  const nlohmann::json& j = *parsed;
   PathStat st;
   st.name = j.value("name", "");
   st.size = j.value("size", std::int64_t{0});

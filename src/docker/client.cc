@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -75,12 +77,13 @@ Result<nlohmann::json> Client::CallJson(std::string method, std::string target, 
                                         std::string_view what, const CallOptions& call) const {
   auto resp = Call(std::move(method), std::move(target), std::move(body), what, call);
   if (!resp.ok()) return resp.error();
-  auto j = nlohmann::json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Error(ErrorCode::kProtocol,
-                 std::string(what) + ": the Docker engine's answer is not JSON");
+  auto j = ParseJson(resp->body);
+  if (!j.ok()) {
+    return Error(ErrorCode::kProtocol, std::string(what) +
+                                           ": the Docker engine's answer is not usable JSON (" +
+                                           j.error().message() + ")");
   }
-  return j;
+  return std::move(j).value();
 }
 
 // ---- system ----

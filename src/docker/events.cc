@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "docker/curl_util.h"
+#include "sandbox/core/json.h"
 
 namespace sandbox::docker {
 namespace {
@@ -29,11 +30,12 @@ std::optional<int> Event::exit_code() const {
 }
 
 Result<Event> ParseEvent(std::string_view line) {
-  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
+  auto parsed = ParseJson(line);
+  if (!parsed.ok() || !parsed->is_object()) {
     return Error(ErrorCode::kProtocol,
                  "Docker event is not a JSON object: " + std::string(line.substr(0, 200)));
   }
+  const nlohmann::json& j = *parsed;
   Event e;
   e.type = j.value("Type", "");
   e.action = j.value("Action", j.value("status", ""));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "docker/curl_util.h"
+#include "sandbox/core/json.h"
 
 namespace sandbox::docker {
 
@@ -214,9 +215,9 @@ std::string HttpResponse::Header(std::string_view name) const {
 
 Error ErrorFromResponse(long status, std::string_view body, std::string_view what) {
   std::string message;
-  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string()) {
-    message = j["message"].get<std::string>();
+  auto j = ParseJson(body);
+  if (j.ok() && j->is_object() && j->contains("message") && (*j)["message"].is_string()) {
+    message = (*j)["message"].get<std::string>();
   } else {
     message = std::string(Trim(body.substr(0, 1024)));
   }

@@ -144,11 +144,12 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
     detail::SendRpcError(res, 413, kServerError, "Payload Too Large");
     return;
   }
-  json message = mcp::ParseJsonText(req.body);
-  if (message.is_discarded()) {
-    detail::SendRpcError(res, 400, kParseError, "Parse error: the body is not valid JSON (UTF-8)");
+  auto parsed = mcp::ParseJsonText(req.body);
+  if (!parsed.ok()) {
+    detail::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
     return;
   }
+  json message = std::move(parsed).value();
   auto channel = session->channel;
   if (mcp::Dispatcher::IsLongRunning(message)) {
     bool spawned = tasks_.Spawn([this, session, channel, message] {

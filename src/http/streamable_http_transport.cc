@@ -158,11 +158,12 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
                              " (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)");
     return;
   }
-  json message = mcp::ParseJsonText(req.body);
-  if (message.is_discarded()) {
-    detail::SendRpcError(res, 400, kParseError, "Parse error: the body is not valid JSON (UTF-8)");
+  auto parsed = mcp::ParseJsonText(req.body);
+  if (!parsed.ok()) {
+    detail::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
     return;
   }
+  json message = std::move(parsed).value();
 
   if (IsInitialize(message)) {
     auto session = CreateSession(PrincipalOf(req));

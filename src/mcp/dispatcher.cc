@@ -37,13 +37,11 @@ bool Dispatcher::IsLongRunning(const json& message) {
 }
 
 std::optional<json> Dispatcher::HandleText(Session& session, std::string_view text, Outbound& out) {
-  json value = ParseJsonText(text);
-  if (value.is_discarded()) {
-    return ErrorResponse(nullptr, rpc_code::kParseError,
-                         "Parse error: the body is not valid JSON (UTF-8)");
-  }
-  if (value.is_array()) return HandleBatch(session, value, out);
-  return Handle(session, value, out);
+  auto value = ParseJsonText(text);
+  if (!value.ok())
+    return ErrorResponse(nullptr, rpc_code::kParseError, RpcParseError(value.error()));
+  if (value->is_array()) return HandleBatch(session, *value, out);
+  return Handle(session, *value, out);
 }
 
 std::optional<json> Dispatcher::HandleBatch(Session& session, const json& batch, Outbound& out) {
@@ -55,6 +53,11 @@ std::optional<json> Dispatcher::HandleBatch(Session& session, const json& batch,
                                               : " (this session uses " + version + ")"));
   }
   if (batch.empty()) return ErrorResponse(nullptr, rpc_code::kInvalidRequest, "empty batch");
+  if (batch.size() > kMaxBatchSize) {
+    return ErrorResponse(nullptr, rpc_code::kInvalidRequest,
+                         "the batch holds " + std::to_string(batch.size()) +
+                             " messages, more than the limit of " + std::to_string(kMaxBatchSize));
+  }
   json responses = json::array();
   for (const auto& member : batch) {
     if (member.is_object() && member.value("method", "") == "initialize") {

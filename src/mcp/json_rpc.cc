@@ -1,5 +1,7 @@
 #include "sandbox/mcp/json_rpc.h"
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::mcp {
 namespace {
 
@@ -51,7 +53,9 @@ std::variant<Message, InvalidMessage> ParseMessage(const json& value) {
   return message;
 }
 
-json ParseJsonText(std::string_view text) { return json::parse(text, nullptr, false); }
+Result<json> ParseJsonText(std::string_view text) { return ParseJson(text); }
+
+std::string RpcParseError(const Error& error) { return "Parse error: " + error.message(); }
 
 json MakeResult(const json& id, json result) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};

@@ -51,12 +51,13 @@ void StdioTransport::HandleLine(std::string_view line) {
     line.remove_suffix(1);
   }
   if (line.empty()) return;
-  json value = ParseJsonText(line);
+  auto parsed = ParseJsonText(line);
   StdoutOutbound out([this](const json& m) { Write(m); });
-  if (value.is_discarded()) {
-    Write(MakeError(nullptr, {rpc_code::kParseError, "Parse error: the line is not valid JSON"}));
+  if (!parsed.ok()) {
+    Write(MakeError(nullptr, {rpc_code::kParseError, RpcParseError(parsed.error())}));
     return;
   }
+  json value = std::move(parsed).value();
   if (!Dispatcher::IsLongRunning(value)) {
     auto response = value.is_array() ? dispatcher_.HandleBatch(session_, value, out)
                                      : dispatcher_.Handle(session_, value, out);

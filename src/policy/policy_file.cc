@@ -3,6 +3,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::policy::internal {
 
 namespace {
@@ -28,11 +30,11 @@ Result<std::string> ReadPolicyFile(const std::filesystem::path& path) {
 }
 
 Result<nlohmann::json> ParsePolicyJson(std::string_view text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Error(ErrorCode::kInvalidArgument, std::string("malformed JSON: ") + e.what());
+  auto parsed = ParseJson(text);
+  if (!parsed.ok()) {
+    return Error(ErrorCode::kInvalidArgument, "malformed JSON: " + parsed.error().message());
   }
+  return parsed;
 }
 
 Error InvalidAt(std::string_view where, std::string_view message) {

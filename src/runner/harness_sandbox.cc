@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sandbox/core/base64.h"
+#include "sandbox/core/json.h"
 #include "sandbox/runner/harness_source.h"
 #include "sandbox/runner/sandbox_spec.h"
 
@@ -16,6 +17,13 @@ using docker::CallOptions;
 using docker::Clock;
 using docker::Deadline;
 using nlohmann::json;
+
+// A harness frame's JSON, nesting-bounded like every JSON from outside (the run's code can
+// write frames of its own making); a discarded value when it is not usable.
+json ParseFrameJson(std::string_view payload) {
+  auto parsed = ParseJson(payload);
+  return parsed.ok() ? std::move(parsed).value() : json(json::value_t::discarded);
+}
 
 constexpr std::size_t kStderrTailBytes = 4096;
 // How often a run's read loop looks at cancellation and its deadline while output is quiet.
@@ -188,7 +196,7 @@ Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) 
                    "the sandbox exited before it was ready; harness stderr: " + StderrTail());
     }
     if ((*frame)->kind != FrameKind::kJson) continue;
-    json msg = json::parse((*frame)->payload, nullptr, false);
+    json msg = ParseFrameJson((*frame)->payload);
     if (msg.is_discarded()) return Error(ErrorCode::kProtocol, "harness sent invalid JSON");
     auto ev = JsonString(msg, "ev");
     if (ev == "ready") {
@@ -288,7 +296,7 @@ Result<HarnessSandbox::PingInfo> HarnessSandbox::Ping() {
       return Error(ErrorCode::kUnavailable, "the sandbox does not answer");
     }
     if ((*frame)->kind != FrameKind::kJson) continue;
-    json msg = json::parse((*frame)->payload, nullptr, false);
+    json msg = ParseFrameJson((*frame)->payload);
     if (msg.is_discarded() || !msg.is_object()) {
       MarkBroken("invalid JSON while idle");
       return Error(ErrorCode::kProtocol, "the sandbox sent an invalid message");
@@ -333,7 +341,7 @@ Result<json> HarnessSandbox::SessionOp(json op) {
       return Error(ErrorCode::kUnavailable, "the session's sandbox stopped answering");
     }
     if ((*frame)->kind != FrameKind::kJson) continue;  // output of a background thread
-    json msg = json::parse((*frame)->payload, nullptr, false);
+    json msg = ParseFrameJson((*frame)->payload);
     if (msg.is_discarded() || !msg.is_object()) {
       MarkBroken("invalid JSON from the harness");
       return Error(ErrorCode::kProtocol, "the sandbox sent an invalid message");
@@ -381,7 +389,7 @@ bool HarnessSandbox::Prepared() {
       return false;
     }
     if ((*frame)->kind != FrameKind::kJson) continue;
-    json msg = json::parse((*frame)->payload, nullptr, false);
+    json msg = ParseFrameJson((*frame)->payload);
     if (msg.is_discarded() || !msg.is_object()) continue;
     if (JsonString(msg, "ev") == "fatal") {
       MarkBroken("harness fatal while idle: " + JsonString(msg, "message"));
@@ -495,7 +503,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       result.stderr_text.append(f.payload);
       continue;
     }
-    json msg = json::parse(f.payload, nullptr, false);
+    json msg = ParseFrameJson(f.payload);
     if (msg.is_discarded() || !msg.is_object()) {
       MarkBroken("invalid JSON from the harness");
       return fail(exec::Verdict::kInternal, "the sandbox sent an invalid message");

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "sandbox/core/json.h"
 #include "sandbox/runner/sandbox_spec.h"
 
 namespace sandbox::service {
@@ -259,9 +260,10 @@ Result<exec::ServiceInfo> SandboxService::Info() {
     return Error(ErrorCode::kInternal,
                  "sandbox_info probe failed: " + result->detail + result->stderr_text);
   }
-  json parsed = json::parse(result->stdout_text, nullptr, false);
-  if (parsed.is_discarded())
-    return Error(ErrorCode::kInternal, "sandbox_info probe printed no JSON");
+  auto probe_json = ParseJson(result->stdout_text);
+  if (!probe_json.ok() || !probe_json->is_object())
+    return Error(ErrorCode::kInternal, "sandbox_info probe printed no JSON object");
+  json parsed = std::move(probe_json).value();
   std::lock_guard lock(info_mu_);
   packages_ = parsed;
   info.info["python"] = parsed["python"];

@@ -4,10 +4,13 @@
 // Thread-safety: stateless functions and value types; safe from any thread.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <variant>
+
+#include "sandbox/core/result.h"
 
 namespace sandbox::mcp {
 
@@ -50,9 +53,17 @@ struct InvalidMessage {
 // or a result/error (responses), an id that is a string or a number, params an object or array.
 std::variant<Message, InvalidMessage> ParseMessage(const json& value);
 
-// Parses text without exceptions; a discarded value (is_discarded()) on malformed JSON,
-// including invalid UTF-8 inside strings.
-json ParseJsonText(std::string_view text);
+// Parses one message's text with the server's nesting limit (sandbox::kMaxJsonDepth, see
+// core/json.h). Errors: kLimit (nested too deep) or kInvalidArgument (malformed JSON, invalid
+// UTF-8); both are a JSON-RPC parse error (-32700) whose message is RpcParseError(error).
+Result<json> ParseJsonText(std::string_view text);
+
+// "Parse error: <why>" for a failed ParseJsonText.
+std::string RpcParseError(const Error& error);
+
+// The most messages one JSON-RPC batch may hold (2025-03-26 only); a larger batch is refused
+// as a whole with -32600 before any member runs.
+inline constexpr std::size_t kMaxBatchSize = 64;
 
 json MakeResult(const json& id, json result);
 json MakeError(const json& id, const RpcError& error);

@@ -361,6 +361,29 @@ TEST_F(DispatcherTest, BatchesOnlyIn20250326) {
   EXPECT_EQ(answered[1]["id"], "b");
 }
 
+TEST_F(DispatcherTest, BatchesAreBoundedInSize) {
+  Session old;
+  dispatcher_.Handle(old, InitializeRequest("2025-03-26"), out_);
+  json batch = json::array();
+  for (std::size_t i = 0; i <= kMaxBatchSize; ++i) batch.push_back(Request(i, "ping"));
+  json refused = *dispatcher_.HandleText(old, DumpJson(batch), out_);
+  EXPECT_EQ(refused["error"]["code"], rpc_code::kInvalidRequest);
+  EXPECT_NE(ErrorMessage(refused).find("limit of 64"), std::string::npos) << refused;
+}
+
+TEST_F(DispatcherTest, DeeplyNestedParamsAreAParseErrorNotACrash) {
+  Initialize();
+  // About 200 KB: an initialized session's ping whose params nest 100,000 arrays deep used to
+  // overflow the worker's stack and kill the server.
+  std::string text = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":)" +
+                     std::string(100000, '[') + std::string(100000, ']') + "}}";
+  json response = *dispatcher_.HandleText(session_, text, out_);
+  EXPECT_EQ(response["error"]["code"], rpc_code::kParseError);
+  EXPECT_NE(ErrorMessage(response).find("deeper than 64 levels"), std::string::npos) << response;
+  // The session still works.
+  EXPECT_TRUE(Send(Request(2, "ping")).contains("result"));
+}
+
 TEST_F(DispatcherTest, SandboxInfoReturnsStructuredAndText) {
   Initialize();
   json result = Send(Request(1, "tools/call",

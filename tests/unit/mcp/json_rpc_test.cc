@@ -1,5 +1,6 @@
 #include "sandbox/mcp/json_rpc.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sandbox/core/utf8.h"
@@ -47,9 +48,15 @@ TEST(JsonRpcTest, IdKeysTellNumbersAndStringsApart) {
 }
 
 TEST(JsonRpcTest, ParseJsonTextRejectsInvalidUtf8WithoutThrowing) {
-  EXPECT_TRUE(ParseJsonText("{\"code\":\"\xff\"}").is_discarded());
-  EXPECT_TRUE(ParseJsonText("{").is_discarded());
-  EXPECT_FALSE(ParseJsonText("{\"a\":1}").is_discarded());
+  EXPECT_FALSE(ParseJsonText("{\"code\":\"\xff\"}").ok());
+  EXPECT_FALSE(ParseJsonText("{").ok());
+  EXPECT_TRUE(ParseJsonText("{\"a\":1}").ok());
+}
+
+TEST(JsonRpcTest, ParseJsonTextRefusesDeepNestingAsParseError) {
+  auto parsed = ParseJsonText(std::string(100000, '[') + std::string(100000, ']'));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(RpcParseError(parsed.error()), ::testing::HasSubstr("deeper than 64 levels"));
 }
 
 TEST(JsonRpcTest, DumpJsonReplacesInvalidUtf8) {
