@@ -1,5 +1,7 @@
 #include "sandbox/api/api_error.h"
 
+#include <algorithm>
+
 namespace sandbox::api {
 
 ApiError FromEngineError(const Error& error, int retry_after_s) {
@@ -14,6 +16,11 @@ ApiError FromEngineError(const Error& error, int retry_after_s) {
       out.status = 503;
       out.retry_after_s = retry_after_s;
       out.message = "all sandboxes are busy, try again shortly: " + error.message();
+      break;
+    case ErrorCode::kRateLimited:
+      out.status = 429;
+      out.retry_after_s = std::max(error.retry_after_s(), 1);
+      out.message = "rate limited: " + error.message();
       break;
     case ErrorCode::kUnavailable:
       out.status = 503;

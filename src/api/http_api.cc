@@ -152,12 +152,12 @@ ApiError ShuttingDown() {
   return error;
 }
 
-ApiError TooManyStreams(std::size_t limit) {
+// 503 past the server's bound on streams and runs (server.max_streams), 429 past the
+// principal's share of it (per_principal.max_streams).
+ApiError TooManyStreams(const SlotLimiter& limiter, SlotLimiter::Refusal why) {
   ApiError error;
-  error.status = 503;
-  error.message = std::to_string(limit) +
-                  " streams and runs are in progress, the most this server serves at once "
-                  "(server.max_streams); retry later";
+  error.status = why == SlotLimiter::Refusal::kPerKey ? 429 : 503;
+  error.message = limiter.RefusalMessage(why, "streams and runs");
   error.retry_after_s = 1;
   return error;
 }
@@ -300,19 +300,24 @@ void HttpApi::Register(httplib::Server& server) {
       return SendSnekboxError(res, refused->title, *refused);
     }
     if (plan.immediate_failure) return SendJson(res, 200, EvalFailure(*plan.immediate_failure));
-    auto slot = TakeSlot();
+    SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
+    auto slot = TakeSlot(Principal(req), why);
     if (options_.stream_slots && !slot) {
-      return SendSnekboxError(res, "503 Service Unavailable",
-                              TooManyStreams(options_.stream_slots->capacity()));
+      ApiError refused = TooManyStreams(*options_.stream_slots, why);
+      return SendSnekboxError(
+          res, refused.status == 429 ? "429 Too Many Requests" : "503 Service Unavailable",
+          refused);
     }
     Registration run(registry_);
     if (!run.ok()) return SendSnekboxError(res, "503 Service Unavailable", ShuttingDown());
     OutputMerger merger;
+    plan.request.principal = Principal(req);
     auto result = service_.Run(plan.request, merger, run.token());
     if (!result.ok()) {
       ApiError refused = FromEngineError(result.error(), options_.retry_after_s);
       if (refused.status == 400)
         return SendSnekboxError(res, "Request data failed validation", refused);
+      if (refused.status == 429) return SendSnekboxError(res, "429 Too Many Requests", refused);
       if (refused.status == 503 && refused.retry_after_s > 0) {
         return SendSnekboxError(res, "503 Service Unavailable", refused);
       }
@@ -336,6 +341,7 @@ void HttpApi::Register(httplib::Server& server) {
       return SendApiError(res, *refused);
     }
     const bool in_session = !session_id.empty();
+    request.principal = Principal(req);
     if (in_session && sessions_ == nullptr) {
       ApiError refused;
       refused.field = "session_id";
@@ -359,9 +365,10 @@ void HttpApi::Register(httplib::Server& server) {
         return service.Run(request, observer, cancel);
       };
     }
-    auto slot = TakeSlot();
+    SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
+    auto slot = TakeSlot(Principal(req), why);
     if (options_.stream_slots && !slot) {
-      return SendApiError(res, TooManyStreams(options_.stream_slots->capacity()));
+      return SendApiError(res, TooManyStreams(*options_.stream_slots, why));
     }
     if (WantsEventStream(req.get_header_value("Accept"))) {
       return ServeStream(std::move(run_function), in_session, res, std::move(slot));
@@ -386,8 +393,9 @@ void HttpApi::Register(httplib::Server& server) {
   RegisterSessions(server);
 }
 
-std::shared_ptr<SlotLimiter::Slot> HttpApi::TakeSlot() const {
-  return options_.stream_slots ? options_.stream_slots->TryAcquire() : nullptr;
+std::shared_ptr<SlotLimiter::Slot> HttpApi::TakeSlot(const std::string& principal,
+                                                     SlotLimiter::Refusal& why) const {
+  return options_.stream_slots ? options_.stream_slots->TryAcquire(principal, &why) : nullptr;
 }
 
 void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& res,

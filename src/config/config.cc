@@ -1,5 +1,6 @@
 #include "sandbox/config/config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -197,6 +198,8 @@ Status ApplyServer(const json& doc, const std::string& path, ServerConfig& serve
   SANDBOX_RETURN_IF_ERROR(r.Read("tokens", server.tokens));
   SANDBOX_RETURN_IF_ERROR(r.Read("http_threads", server.http_threads));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_streams", server.max_streams));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_mcp_sessions", server.max_mcp_sessions));
+  SANDBOX_RETURN_IF_ERROR(r.Read("mcp_session_idle_timeout_s", server.mcp_session_idle_timeout));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_body_bytes", server.max_body_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_origins", server.allowed_origins));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_hosts", server.allowed_hosts));
@@ -215,6 +218,16 @@ Status ApplySessions(const json& doc, const std::string& path, SessionConfig& se
   SANDBOX_RETURN_IF_ERROR(r.Read("max_file_bytes", sessions.max_file_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_upload_bytes", sessions.max_upload_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("busy_wait_ms", sessions.busy_wait));
+  return r.RejectUnknown();
+}
+
+Status ApplyPerPrincipal(const json& doc, const std::string& path, PrincipalLimits& limits) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_streams", limits.max_streams));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_mcp_sessions", limits.max_mcp_sessions));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_concurrent_runs", limits.max_concurrent_runs));
+  SANDBOX_RETURN_IF_ERROR(r.Read("runs_per_minute", limits.runs_per_minute));
   return r.RejectUnknown();
 }
 
@@ -285,6 +298,23 @@ std::string_view PoolModeName(PoolMode mode) {
   return mode == PoolMode::kRecycle ? "recycle" : "fresh";
 }
 
+int PrincipalCount(const Config& config) {
+  const int named = static_cast<int>(config.server.tokens.size());
+  return std::max(1, named + (config.server.token.empty() ? 0 : 1));
+}
+
+int StreamsPerPrincipal(const Config& config) {
+  if (PrincipalCount(config) == 1) return config.server.max_streams;  // nobody to starve
+  const int share = config.per_principal.max_streams;
+  return share > 0 ? share : std::max(1, config.server.max_streams / 2);
+}
+
+int McpSessionsPerPrincipal(const Config& config) {
+  if (PrincipalCount(config) == 1) return config.server.max_mcp_sessions;
+  const int share = config.per_principal.max_mcp_sessions;
+  return share > 0 ? share : std::max(1, config.server.max_mcp_sessions / 10);
+}
+
 Result<Config> ApplyJson(Config base, const json& doc) {
   ObjectReader r(doc, "");
   if (!doc.is_object()) return Invalid("(top level)", "expected an object");
@@ -296,6 +326,9 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("sessions", [&](const json& v, const std::string& p) {
     return ApplySessions(v, p, base.sessions);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("per_principal", [&](const json& v, const std::string& p) {
+    return ApplyPerPrincipal(v, p, base.per_principal);
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("policy", [&](const json& v, const std::string& p) {
     return ApplyPolicy(v, p, base.policy);
@@ -431,6 +464,26 @@ Status Validate(const Config& config) {
     return Invalid("server.max_streams", "must be 1-4096");
   }
   if (s.max_body_bytes < 1024) return Invalid("server.max_body_bytes", "must be at least 1024");
+  if (s.max_mcp_sessions < 1 || s.max_mcp_sessions > 1000000) {
+    return Invalid("server.max_mcp_sessions", "must be 1-1000000");
+  }
+  if (s.mcp_session_idle_timeout.count() < 1) {
+    return Invalid("server.mcp_session_idle_timeout_s", "must be at least 1");
+  }
+  const auto& pp = config.per_principal;
+  if (pp.max_streams < 0 || pp.max_streams > s.max_streams) {
+    return Invalid("per_principal.max_streams", "must be 0 (half) to server.max_streams");
+  }
+  if (pp.max_mcp_sessions < 0 || pp.max_mcp_sessions > s.max_mcp_sessions) {
+    return Invalid("per_principal.max_mcp_sessions",
+                   "must be 0 (a tenth) to server.max_mcp_sessions");
+  }
+  if (pp.max_concurrent_runs < 0) {
+    return Invalid("per_principal.max_concurrent_runs", "must not be negative (0: no bound)");
+  }
+  if (pp.runs_per_minute < 0 || pp.runs_per_minute > 1000000) {
+    return Invalid("per_principal.runs_per_minute", "must be 0-1000000 (0: no rate limit)");
+  }
   const auto& d = config.docker;
   if (d.host.rfind("unix://", 0) != 0 && d.host.rfind("tcp://", 0) != 0) {
     return Invalid("docker.host", "expected unix:///path or tcp://host:port");

@@ -19,6 +19,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "unavailable";
     case ErrorCode::kBusy:
       return "busy";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
     case ErrorCode::kCancelled:
       return "cancelled";
     case ErrorCode::kLimit:

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "sandbox/core/slot_limiter.h"
 #include "sandbox/mcp/json_rpc.h"
 
 namespace sandbox::http::detail {
@@ -17,15 +18,16 @@ inline void SendRpcError(httplib::Response& res, int status, int code, const std
   res.set_content(mcp::DumpJson(mcp::MakeError(id, {code, message})), "application/json");
 }
 
-// 503 for a stream beyond the server's stream limit (server.max_streams): refused at once
-// rather than queued behind the open ones for an HTTP worker.
-inline void SendTooManyStreams(httplib::Response& res, std::size_t limit,
-                               const nlohmann::json& id = nullptr) {
+// A stream beyond a stream limit, refused at once rather than queued behind the open ones for
+// an HTTP worker: 503 past the server's bound (server.max_streams), 429 past the principal's
+// share of it (per_principal.max_streams).
+inline void SendTooManyStreams(httplib::Response& res, const SlotLimiter& limiter,
+                               SlotLimiter::Refusal why, const nlohmann::json& id = nullptr) {
   res.set_header("Retry-After", "1");
-  SendRpcError(res, 503, mcp::rpc_code::kServerError,
-               "Service Unavailable: " + std::to_string(limit) +
-                   " streams are open, the most this server serves at once "
-                   "(server.max_streams); retry later",
+  const bool mine = why == SlotLimiter::Refusal::kPerKey;
+  SendRpcError(res, mine ? 429 : 503, mcp::rpc_code::kServerError,
+               std::string(mine ? "Too Many Requests: " : "Service Unavailable: ") +
+                   limiter.RefusalMessage(why),
                id);
 }
 

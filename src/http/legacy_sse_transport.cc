@@ -91,9 +91,10 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
   }
   std::shared_ptr<SlotLimiter::Slot> slot;
   if (options_.stream_slots) {
-    slot = options_.stream_slots->TryAcquire();
+    SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
+    slot = options_.stream_slots->TryAcquire(PrincipalOf(req), &why);
     if (!slot) {
-      detail::SendTooManyStreams(res, options_.stream_slots->capacity());
+      detail::SendTooManyStreams(res, *options_.stream_slots, why);
       return;
     }
   }

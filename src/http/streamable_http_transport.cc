@@ -73,15 +73,49 @@ std::string StreamableHttpTransport::PrincipalOf(const httplib::Request& req) co
 }
 
 std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::CreateSession(
-    std::string principal) {
+    std::string principal, std::pair<int, std::string>& refusal) {
+  std::shared_ptr<HttpSession> evicted;
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
+  std::size_t mine = 0;
+  std::shared_ptr<HttpSession> oldest_idle;  // the principal's least recently used, no call
   for (auto it = sessions_.begin(); it != sessions_.end();) {
-    bool idle =
-        now - it->second->last_used > options_.session_idle_ttl && it->second->mcp.in_flight() == 0;
-    it = idle ? sessions_.erase(it) : std::next(it);
+    const HttpSession& s = *it->second;
+    bool idle = now - s.last_used > options_.session_idle_ttl && s.mcp.in_flight() == 0;
+    if (idle) {
+      it = sessions_.erase(it);
+      continue;
+    }
+    if (s.mcp.principal() == principal) {
+      ++mine;
+      if (s.mcp.in_flight() == 0 && (!oldest_idle || s.last_used < oldest_idle->last_used)) {
+        oldest_idle = it->second;
+      }
+    }
+    ++it;
   }
-  if (sessions_.size() >= options_.max_sessions) return nullptr;
+  if (options_.max_sessions_per_principal > 0 && mine >= options_.max_sessions_per_principal) {
+    if (!oldest_idle) {
+      refusal = {429, "Too Many Requests: this token has " + std::to_string(mine) +
+                          " MCP sessions with calls in flight, the most one token may hold "
+                          "(per_principal.max_mcp_sessions); end one (DELETE) or retry later"};
+      return nullptr;
+    }
+    // A client that never DELETEs loses its oldest idle session, not everyone else theirs.
+    sessions_.erase(oldest_idle->id);
+    evicted = oldest_idle;
+  }
+  if (sessions_.size() >= options_.max_sessions) {
+    refusal = {503, "Service Unavailable: " + std::to_string(options_.max_sessions) +
+                        " MCP sessions are open, the most this server holds "
+                        "(server.max_mcp_sessions); retry later"};
+    return nullptr;
+  }
+  if (evicted) {
+    logger_->info(
+        "MCP session limit of the principal reached: its least recently used "
+        "session ended");
+  }
   auto session = std::make_shared<HttpSession>(std::move(principal));
   session->id = mcp::RandomHexId(32);
   session->last_used = now;
@@ -166,9 +200,11 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   json message = std::move(parsed).value();
 
   if (IsInitialize(message)) {
-    auto session = CreateSession(PrincipalOf(req));
+    std::pair<int, std::string> refusal;
+    auto session = CreateSession(PrincipalOf(req), refusal);
     if (session == nullptr) {
-      detail::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
+      res.set_header("Retry-After", "1");
+      detail::SendRpcError(res, refusal.first, kServerError, refusal.second);
       return;
     }
     mcp::NullOutbound out;
@@ -246,9 +282,10 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& ses
   const json id = message["id"];
   std::shared_ptr<SlotLimiter::Slot> slot;
   if (options_.stream_slots) {
-    slot = options_.stream_slots->TryAcquire();
+    SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
+    slot = options_.stream_slots->TryAcquire(session->mcp.principal(), &why);
     if (!slot) {
-      detail::SendTooManyStreams(res, options_.stream_slots->capacity(), id);
+      detail::SendTooManyStreams(res, *options_.stream_slots, why, id);
       return;
     }
   }

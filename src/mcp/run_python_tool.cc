@@ -183,6 +183,7 @@ Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
           "(session_create's memory_bytes)");
     }
   }
+  call->request.principal = context.principal;
   const std::string run_id = RandomHexId(8);
   OutputRelay relay(context.notifier, options_.relay);
   auto result = call->session_id ? sessions_->Run(context.principal, *call->session_id,
@@ -201,7 +202,12 @@ Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
       refused.detail = "the session could not run the code: " +
                        SessionFailureText(result.error(), *call->session_id, options_.sessions);
     } else {
-      refused.detail = "the sandbox could not run the code: " + result.error().ToString();
+      if (result.error().code() == ErrorCode::kRateLimited) {
+        refused.detail =
+            "the code was not run: " + SessionFailureText(result.error(), "", options_.sessions);
+      } else {
+        refused.detail = "the sandbox could not run the code: " + result.error().ToString();
+      }
       if (result.error().code() == ErrorCode::kBusy) {
         refused.detail += " (all sandboxes are busy; try again shortly)";
       }

@@ -1,5 +1,7 @@
 #include "sandbox/mcp/session_tools.h"
 
+#include <algorithm>
+
 #include "sandbox/core/utf8.h"
 #include "tool_args.h"
 
@@ -35,6 +37,10 @@ std::string SessionFailureText(const Error& error, const std::string& session_id
       return message +
              "\nCalls on one session run one at a time: wait for the running call to "
              "finish, then retry.";
+    case ErrorCode::kRateLimited:
+      return "Rate limited: " + message + "\nWait " +
+             std::to_string(std::max(error.retry_after_s(), 1)) +
+             " s before the next call; runs of other tokens are not affected.";
     case ErrorCode::kUnavailable:
       return "The sandbox engine is unavailable: " + message + "\nTry again later.";
     case ErrorCode::kCancelled:

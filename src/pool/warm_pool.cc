@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -134,7 +135,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     logger_->info("pool '{}': shut down", options_.name);
   }
 
-  Result<Lease> Acquire(std::optional<milliseconds> timeout) {
+  Result<Lease> Acquire(std::optional<milliseconds> timeout, const std::string& principal) {
     const milliseconds wait = std::max(timeout.value_or(options_.acquire_timeout), milliseconds{0});
     const auto deadline = Clock::now() + wait;
     std::unique_lock lock(mu_);
@@ -147,14 +148,16 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     if (shutdown_) return Unavailable("is shut down");  // Dispose may drop the lock
     if (auto entry = TakeIdleLocked(lock)) {
       ++leased_;
+      ++leased_by_[principal];
       ++acquired_total_;
       work_cv_.notify_all();  // idle dropped: a worker may need to refill to min_idle
-      return Lease(shared_from_this(), std::move(entry->sandbox));
+      return Lease(shared_from_this(), std::move(entry->sandbox), principal);
     }
     if (shutdown_) return Unavailable("is shut down");
 
     // Wait in line; a returned or started sandbox is handed to the first waiter directly.
     Waiter me;
+    me.principal = &principal;
     const std::uint64_t failures_before = start_failures_total_;
     waiters_.push_back(&me);
     last_wait_began_ = Clock::now();
@@ -162,7 +165,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     while (!me.sandbox && !me.shut_down) {
       if (me.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
     }
-    if (me.sandbox) return Lease(shared_from_this(), std::move(me.sandbox));  // counted leased
+    if (me.sandbox) {
+      return Lease(shared_from_this(), std::move(me.sandbox), principal);  // counted leased
+    }
     if (me.shut_down) return Unavailable("was shut down while waiting");
     std::erase(waiters_, &me);
     ++acquire_timeouts_total_;
@@ -188,7 +193,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   }
 
   // The end of a lease. Runs on the releasing thread; never destroys under the lock.
-  void Release(std::unique_ptr<PooledSandbox> sandbox, bool discarded) noexcept {
+  void Release(std::unique_ptr<PooledSandbox> sandbox, bool discarded,
+               const std::string& principal) noexcept {
     // The sandbox is the releaser's alone until it is handed over, so ask it without the lock.
     const std::string reason = RetireReason(*sandbox, discarded);
     IdleEntry entry{std::move(sandbox), {}, {}, {}};
@@ -201,6 +207,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     }
     std::unique_lock lock(mu_);
     --leased_;
+    if (auto it = leased_by_.find(principal); it != leased_by_.end() && --it->second <= 0) {
+      leased_by_.erase(it);
+    }
     work_cv_.notify_all();  // capacity or idle changed
     if (!reason.empty() || shutdown_) {
       Dispose(lock, std::move(entry.sandbox));
@@ -248,6 +257,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     std::condition_variable cv;
     std::unique_ptr<PooledSandbox> sandbox;  // set by the handing-over thread
     bool shut_down = false;
+    const std::string* principal = nullptr;  // whom it waits for (the Acquire's argument)
   };
 
   Error Unavailable(const std::string& what) const {
@@ -340,14 +350,38 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     return !shutdown_ && supply < demand && TotalLocked() < options_.max_total;
   }
 
-  // Gives a ready sandbox to the first waiter, else puts it in the idle list: on top (hot, just
-  // used or started) or at the bottom (cold, a health-checked one keeps its LRU place).
+  // Fair sharing between principals: the waiter whose principal holds the fewest leases of
+  // this pool, the longest-waiting among equals. So a principal holding every sandbox cannot
+  // keep them while another waits: each one freed goes to the other first.
+  std::deque<Waiter*>::iterator NextWaiterLocked() {
+    auto best = waiters_.begin();
+    int best_held = LeasedByLocked(*(*best)->principal);
+    for (auto it = std::next(best); it != waiters_.end() && best_held > 0; ++it) {
+      const int held = LeasedByLocked(*(*it)->principal);
+      if (held < best_held) {
+        best = it;
+        best_held = held;
+      }
+    }
+    return best;
+  }
+
+  int LeasedByLocked(const std::string& principal) const {
+    auto it = leased_by_.find(principal);
+    return it == leased_by_.end() ? 0 : it->second;
+  }
+
+  // Gives a ready sandbox to the fairest waiter (NextWaiterLocked), else puts it in the idle list:
+  // on top (hot, just used or started) or at the bottom (cold, a health-checked one keeps its LRU
+  // place).
   void Deliver(IdleEntry entry, bool hot) {
     if (!waiters_.empty()) {
-      Waiter* waiter = waiters_.front();
-      waiters_.pop_front();
+      auto chosen = NextWaiterLocked();
+      Waiter* waiter = *chosen;
+      waiters_.erase(chosen);
       waiter->sandbox = std::move(entry.sandbox);
       ++leased_;
+      ++leased_by_[*waiter->principal];
       ++acquired_total_;
       waiter->cv.notify_one();
       return;
@@ -569,8 +603,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   bool shutdown_ = false;
   bool reaper_accepting_ = false;
 
-  std::deque<IdleEntry> idle_;   // back = most recently returned (taken first)
-  std::deque<Waiter*> waiters_;  // FIFO
+  std::deque<IdleEntry> idle_;            // back = most recently returned (taken first)
+  std::deque<Waiter*> waiters_;           // in arrival order; served by NextWaiterLocked()
+  std::map<std::string, int> leased_by_;  // leases out per principal (only those holding one)
   std::deque<std::unique_ptr<PooledSandbox>> reap_queue_;
   int leased_ = 0;
   int starting_ = 0;
@@ -601,13 +636,14 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 
 Lease::Lease() noexcept = default;
 
-Lease::Lease(std::shared_ptr<detail::PoolCore> core,
-             std::unique_ptr<PooledSandbox> sandbox) noexcept
-    : core_(std::move(core)), sandbox_(std::move(sandbox)) {}
+Lease::Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox,
+             std::string principal) noexcept
+    : core_(std::move(core)), sandbox_(std::move(sandbox)), principal_(std::move(principal)) {}
 
 Lease::Lease(Lease&& other) noexcept
     : core_(std::move(other.core_)),
       sandbox_(std::move(other.sandbox_)),
+      principal_(std::move(other.principal_)),
       discarded_(std::exchange(other.discarded_, false)) {}
 
 Lease& Lease::operator=(Lease&& other) noexcept {
@@ -615,6 +651,7 @@ Lease& Lease::operator=(Lease&& other) noexcept {
     Reset();
     core_ = std::move(other.core_);
     sandbox_ = std::move(other.sandbox_);
+    principal_ = std::move(other.principal_);
     discarded_ = std::exchange(other.discarded_, false);
   }
   return *this;
@@ -623,7 +660,7 @@ Lease& Lease::operator=(Lease&& other) noexcept {
 Lease::~Lease() { Reset(); }
 
 void Lease::Reset() noexcept {
-  if (sandbox_ && core_) core_->Release(std::move(sandbox_), discarded_);
+  if (sandbox_ && core_) core_->Release(std::move(sandbox_), discarded_, principal_);
   sandbox_.reset();
   core_.reset();
   discarded_ = false;
@@ -641,8 +678,8 @@ void WarmPool::Start() { core_->Start(); }
 
 void WarmPool::Shutdown() { core_->Shutdown(); }
 
-Result<Lease> WarmPool::Acquire(std::optional<milliseconds> timeout) {
-  return core_->Acquire(timeout);
+Result<Lease> WarmPool::Acquire(std::optional<milliseconds> timeout, const std::string& principal) {
+  return core_->Acquire(timeout, principal);
 }
 
 PoolStats WarmPool::stats() const { return core_->Stats(); }

@@ -12,12 +12,15 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
+#include "sandbox/core/memory_trim.h"
+#include "sandbox/core/principal_quota.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/session_service.h"
@@ -34,6 +37,7 @@
 #include "sandbox/mcp/stdio_transport.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
+#include "sandbox/service/fair_share.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
 
@@ -240,8 +244,18 @@ int main(int argc, char** argv) {
     (*service)->Shutdown();
   };
 
+  // Freed result buffers go back to the kernel, so one large result leaves no lasting growth.
+  sandbox::MemoryTrimmer trimmer;
+
+  // Fair sharing between principals in front of every run (per_principal.*).
+  sandbox::PrincipalQuota quota(sandbox::FairShareOptions{config.per_principal.max_concurrent_runs,
+                                                          config.per_principal.runs_per_minute});
+  sandbox::service::FairShareRuns fair_runs(**service, quota);
+  std::optional<sandbox::service::FairShareSessions> fair_sessions;
+  if (sessions != nullptr) sessions = &fair_sessions.emplace(*sessions, quota);
+
   sandbox::mcp::Dispatcher dispatcher =
-      MakeDispatcher(config, **service, sessions, conformance_fixtures, logger);
+      MakeDispatcher(config, fair_runs, sessions, conformance_fixtures, logger);
 
   if (config.server.stdio) {
     sandbox::mcp::StdioOptions stdio_options;
@@ -283,8 +297,9 @@ int main(int argc, char** argv) {
   http_options.threads = config.server.http_threads;
   // A worker per stream slot on top of http_threads: open streams never starve other requests.
   http_options.stream_workers = config.server.max_streams;
-  auto stream_slots =
-      std::make_shared<sandbox::SlotLimiter>(static_cast<std::size_t>(config.server.max_streams));
+  auto stream_slots = std::make_shared<sandbox::SlotLimiter>(
+      static_cast<std::size_t>(config.server.max_streams),
+      static_cast<std::size_t>(sandbox::config::StreamsPerPrincipal(config)));
   http_options.max_body_bytes = config.server.max_body_bytes;
   httplib::Server http;
   sandbox::http::ConfigureHttpServer(http, http_options, guard);
@@ -293,6 +308,10 @@ int main(int argc, char** argv) {
   streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   streamable_options.principal = guard.Resolver();
   streamable_options.stream_slots = stream_slots;
+  streamable_options.max_sessions = static_cast<std::size_t>(config.server.max_mcp_sessions);
+  streamable_options.max_sessions_per_principal =
+      static_cast<std::size_t>(sandbox::config::McpSessionsPerPrincipal(config));
+  streamable_options.session_idle_ttl = config.server.mcp_session_idle_timeout;
   sandbox::http::StreamableHttpTransport streamable(dispatcher, streamable_options, logger);
   streamable.Register(http, "/mcp");
   sandbox::http::LegacySseOptions legacy_options;
@@ -306,7 +325,7 @@ int main(int argc, char** argv) {
   api_options.principal = guard.Resolver();
   api_options.stream_slots = stream_slots;
   api_options.session_max_file_bytes = config.sessions.max_file_bytes;
-  sandbox::api::HttpApi http_api(**service, sessions, api_options, logger);
+  sandbox::api::HttpApi http_api(fair_runs, sessions, api_options, logger);
   http_api.Register(http);  // /eval, /v1/execute, /v1/sessions, /openapi.json
 
   http.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {

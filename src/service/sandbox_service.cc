@@ -202,7 +202,7 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
   auto limits = ResolveRequest(request);
   if (!limits.ok()) return limits.error();
   const PoolEntry* entry = FindPool(request.pool);
-  auto lease = entry->pool->Acquire();
+  auto lease = entry->pool->Acquire(std::nullopt, request.principal);
   if (!lease.ok()) return lease.error();
   // The factory only makes HarnessSandboxes.
   auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());

@@ -244,7 +244,7 @@ Status SessionManager::Attach(Session& session) {
   // at once and a second one is tried (the dead one is destroyed when its lease ends).
   Status last = OkStatus();
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto lease = it->second.pool->Acquire();
+    auto lease = it->second.pool->Acquire(std::nullopt, session.principal);
     if (!lease.ok()) return lease.error().WithContext("start a container for the session");
     lease->Discard();  // never back to a pool, whatever happens
     auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());

@@ -127,7 +127,8 @@ class HttpApi {
   void RegisterSessions(httplib::Server& server);
   std::string Principal(const httplib::Request& req) const;
   // A slot of options_.stream_slots; nullptr when none is free or there is no limit.
-  std::shared_ptr<SlotLimiter::Slot> TakeSlot() const;
+  std::shared_ptr<SlotLimiter::Slot> TakeSlot(const std::string& principal,
+                                              SlotLimiter::Refusal& why) const;
 
   exec::ExecutionService& service_;
   exec::SessionService* const sessions_;

@@ -109,6 +109,27 @@ struct ServerConfig {
   // /v1/execute; runs through /v1/execute and /eval) at once; more get 503. The server has a
   // worker for each on top of http_threads, so they never starve other requests.
   int max_streams = 256;
+  // MCP transport sessions (Streamable HTTP initialize) held at once; more get 503. Idle ones
+  // (no call for mcp_session_idle_timeout) are forgotten.
+  int max_mcp_sessions = 10000;
+  std::chrono::seconds mcp_session_idle_timeout{3600};
+};
+
+// Each principal's share of the server-wide bounds (a principal is a bearer token's name,
+// "local" without tokens), so one token can never exhaust a bound for the others; and fair
+// sharing of runs. Sessions have theirs in SessionConfig::max_per_principal. The shares of
+// max_streams and max_mcp_sessions apply once the tokens make more than one principal.
+struct PrincipalLimits {
+  // Of server.max_streams; beyond it 429. 0: half of server.max_streams (at least 1).
+  int max_streams = 0;
+  // Of server.max_mcp_sessions; at it, the principal's least recently used idle session ends
+  // when it initializes one more (429 if none is idle). 0: a tenth of server.max_mcp_sessions.
+  int max_mcp_sessions = 0;
+  // Runs (one-shot and session cells) in progress at once; beyond it 429 (MCP: a tool error).
+  // 0: only the pools bound them; each pool hands a freed sandbox to the waiter whose
+  // principal holds the fewest of its sandboxes either way.
+  int max_concurrent_runs = 0;
+  int runs_per_minute = 0;  // runs started per minute (a minute's worth may come at once); 0: any
 };
 
 struct PolicyConfig {
@@ -134,6 +155,7 @@ struct SessionConfig {
 struct Config {
   ServerConfig server;
   SessionConfig sessions;
+  PrincipalLimits per_principal;
   DockerConfig docker;
   PolicyConfig policy;
   std::vector<PoolConfig> pools = {PoolConfig{}};
@@ -159,6 +181,14 @@ struct CommandLine {
 };
 Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
                                      const std::map<std::string, std::string>& env);
+
+// How many principals the tokens make: "local" alone without tokens, server.token's "default",
+// one per server.tokens entry.
+int PrincipalCount(const Config& config);
+// The per-principal shares in effect: PrincipalLimits' 0 resolved against the server's bounds,
+// and the whole bound while there is only one principal (there is nobody it could starve).
+int StreamsPerPrincipal(const Config& config);
+int McpSessionsPerPrincipal(const Config& config);
 
 // Checks every field; the first problem found is returned with the field's name.
 Status Validate(const Config& config);

@@ -15,6 +15,8 @@ enum class ErrorCode {
   kTimeout,          // a deadline passed
   kUnavailable,      // a dependency (the Docker engine) cannot be reached
   kBusy,             // no capacity now (pool exhausted); the caller may retry
+  kRateLimited,      // the caller's principal is over its share (runs at once, runs per
+                     // minute); retry after retry_after_s()
   kCancelled,        // the caller cancelled the operation
   kLimit,            // a configured limit was exceeded (size, count)
   kProtocol,         // a peer spoke a broken or unexpected protocol
@@ -38,6 +40,14 @@ class Error {
   // The HTTP status of the engine's answer when the error came from one, otherwise 0.
   int http_status() const { return http_status_; }
 
+  // Seconds after which a retry may succeed (kRateLimited, kBusy); 0 when unknown.
+  int retry_after_s() const { return retry_after_s_; }
+  Error WithRetryAfter(int seconds) const {
+    Error copy = *this;
+    copy.retry_after_s_ = seconds;
+    return copy;
+  }
+
   // "engine (HTTP 404): No such image: foo" — for logs and user-facing messages.
   std::string ToString() const;
 
@@ -48,6 +58,7 @@ class Error {
   ErrorCode code_;
   std::string message_;
   int http_status_;
+  int retry_after_s_ = 0;
 };
 
 }  // namespace sandbox

@@ -46,6 +46,9 @@ struct RunRequest {
   std::vector<InputFile> files;
   LimitOverrides limits;
   std::string pool;  // "" = the default pool
+  // Whom the run is for (the bearer token's name): fair sharing of pools and the per-principal
+  // limits are kept by it. "" = the server itself (internal probes), never limited.
+  std::string principal;
 };
 
 struct TracebackFrame {

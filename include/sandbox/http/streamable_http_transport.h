@@ -52,7 +52,11 @@ namespace sandbox::http {
 
 struct StreamableHttpOptions {
   std::size_t max_body_bytes = 8 << 20;
-  std::size_t max_sessions = 10000;             // initialize beyond it: 503
+  std::size_t max_sessions = 10000;  // initialize beyond it: 503
+  // One principal's share of max_sessions: at it, initialize ends that principal's least
+  // recently used session without a call in flight (whose id then gets 404, and the client
+  // initializes again), or gets 429 when every one of them is busy. 0: no share.
+  std::size_t max_sessions_per_principal = 1000;
   std::chrono::seconds session_idle_ttl{3600};  // idle sessions without runs are forgotten
   std::size_t max_concurrent_calls = 256;       // tools/call in flight across sessions
   // Each tools/call stream holds a slot (it holds an HTTP worker until the result); none free:
@@ -88,7 +92,9 @@ class StreamableHttpTransport {
 
   void HandlePost(const httplib::Request& req, httplib::Response& res);
   void HandleDelete(const httplib::Request& req, httplib::Response& res);
-  std::shared_ptr<HttpSession> CreateSession(std::string principal);
+  // The new session, or nullptr with `refusal` (status and message) set.
+  std::shared_ptr<HttpSession> CreateSession(std::string principal,
+                                             std::pair<int, std::string>& refusal);
   // nullptr for an unknown id, or one that belongs to another principal.
   std::shared_ptr<HttpSession> FindSession(const std::string& id, const std::string& principal);
   std::string PrincipalOf(const httplib::Request& req) const;

@@ -161,10 +161,12 @@ class Lease {
 
  private:
   friend class detail::PoolCore;
-  Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox) noexcept;
+  Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox,
+        std::string principal) noexcept;
 
   std::shared_ptr<detail::PoolCore> core_;  // keeps the pool's state alive for the release
   std::unique_ptr<PooledSandbox> sandbox_;
+  std::string principal_;  // whom it was lent to (fair sharing)
   bool discarded_ = false;
 };
 
@@ -193,12 +195,16 @@ class WarmPool {
   // is Prepared() (LIFO: its caches are warmest, and the least recently used ones age out or
   // get health-checked), else the most recently returned one; otherwise waits, in FIFO order
   // with other waiters, for one to be returned or started (a start is triggered if max_total
-  // allows). Waits at most `timeout` (default acquire_timeout; 0 = do not wait). Errors:
+  // allows). Waits at most `timeout` (default acquire_timeout; 0 = do not wait). A sandbox that
+  // becomes free goes to the waiter whose `principal` holds the fewest of this pool's leases
+  // (arrival order among equals), so one principal cannot keep every sandbox while another
+  // waits. Errors:
   //   kBusy         no sandbox within the timeout; the message names the pool and max_total;
   //   <start error> no sandbox within the timeout and a start failed meanwhile: that error's
   //                 code, with the pool named and the cause in the message;
   //   kUnavailable  the pool is not started or shut down (also for waiters at Shutdown()).
-  Result<Lease> Acquire(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  Result<Lease> Acquire(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                        const std::string& principal = {});
 
   PoolStats stats() const;
   const PoolOptions& options() const;

@@ -448,6 +448,28 @@ TEST_F(ApiServerTest, ExecuteEngineRefusals) {
   EXPECT_TRUE(json::parse(res->body)["field"].is_null());
 }
 
+TEST_F(ApiServerTest, RateLimitedRunsAre429WithRetryAfterAndTheLimitNamed) {
+  fake_.script = [](const exec::RunRequest& request, exec::RunObserver&, const exec::CancelToken&) {
+    EXPECT_EQ(request.principal, "local");  // the HTTP API says whom a run is for
+    return Result<exec::RunResult>(
+        Error(ErrorCode::kRateLimited, "limit (per_principal.runs_per_minute)").WithRetryAfter(7));
+  };
+  Start();
+  auto res = PostJson("/v1/execute", {{"code", "1"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "7");
+  EXPECT_NE(json::parse(res->body)["error"].get<std::string>().find("per_principal"),
+            std::string::npos)
+      << res->body;
+  auto eval = PostJson("/eval", {{"input", "1"}});
+  ASSERT_TRUE(eval);
+  EXPECT_EQ(eval->status, 429);
+  EXPECT_EQ(eval->get_header_value("Retry-After"), "7");
+  auto stream = PostStream({{"code", "1"}});
+  EXPECT_EQ(stream.status, 429);
+}
+
 // ---- /v1/execute, Server-Sent Events ----
 
 TEST_F(ApiServerTest, StreamEventsArriveWhileTheCodeRuns) {

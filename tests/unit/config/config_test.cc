@@ -153,6 +153,69 @@ TEST(ConfigTest, MaxStreamsIsReadAndBounded) {
   }
 }
 
+TEST(ConfigTest, PerPrincipalSharesDefaultToAFractionOfTheServersBounds) {
+  Config c;
+  // One principal ("local"): nobody to starve, the whole bound.
+  EXPECT_EQ(PrincipalCount(c), 1);
+  EXPECT_EQ(StreamsPerPrincipal(c), 256);
+  EXPECT_EQ(McpSessionsPerPrincipal(c), 10000);
+  c.server.token = "0123456789abcdef";
+  EXPECT_EQ(StreamsPerPrincipal(c), 256);
+  c.server.tokens = {{"alice", "alice-token-0123456789"}};
+  EXPECT_EQ(PrincipalCount(c), 2);
+  EXPECT_EQ(StreamsPerPrincipal(c), 128);  // half of max_streams 256
+  EXPECT_EQ(McpSessionsPerPrincipal(c), 1000);
+  c.server.max_streams = 1;
+  EXPECT_EQ(StreamsPerPrincipal(c), 1);
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"server": {"tokens": {"a": "a-token-0123456789",
+      "b": "b-token-0123456789"}, "max_mcp_sessions": 500, "mcp_session_idle_timeout_s": 60},
+      "per_principal": {"max_streams": 8, "max_mcp_sessions": 50, "max_concurrent_runs": 2,
+      "runs_per_minute": 120}})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_TRUE(Validate(*cfg).ok());
+  EXPECT_EQ(StreamsPerPrincipal(*cfg), 8);
+  EXPECT_EQ(McpSessionsPerPrincipal(*cfg), 50);
+  EXPECT_EQ(cfg->per_principal.max_concurrent_runs, 2);
+  EXPECT_EQ(cfg->per_principal.runs_per_minute, 120);
+  EXPECT_EQ(cfg->server.mcp_session_idle_timeout, std::chrono::seconds(60));
+  EXPECT_FALSE(ApplyJson(Config{}, json::parse(R"({"per_principal": {"max_runs": 1}})")).ok());
+}
+
+TEST(ConfigTest, PerPrincipalSharesCannotExceedTheServersBounds) {
+  auto named = [](const Config& c, const std::string& field) {
+    auto s = Validate(c);
+    return !s.ok() && s.error().message().find(field) != std::string::npos;
+  };
+  Config c;
+  c.per_principal.max_streams = c.server.max_streams + 1;
+  EXPECT_TRUE(named(c, "per_principal.max_streams"));
+  c = Config{};
+  c.per_principal.max_mcp_sessions = c.server.max_mcp_sessions + 1;
+  EXPECT_TRUE(named(c, "per_principal.max_mcp_sessions"));
+  c = Config{};
+  c.per_principal.max_concurrent_runs = -1;
+  EXPECT_TRUE(named(c, "per_principal.max_concurrent_runs"));
+  c = Config{};
+  c.per_principal.runs_per_minute = -1;
+  EXPECT_TRUE(named(c, "per_principal.runs_per_minute"));
+  c = Config{};
+  c.server.max_mcp_sessions = 0;
+  EXPECT_TRUE(named(c, "server.max_mcp_sessions"));
+}
+
+TEST(ConfigTest, ADeeplyNestedConfigFileIsAClearError) {
+  std::string path = ::testing::TempDir() + "/sandbox-config-deep.json";
+  {
+    std::ofstream out(path);
+    out << "{\"server\": " << std::string(1000, '[') << std::string(1000, ']') << "}";
+  }
+  auto cl = Parse({"--config", path.c_str()});
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.error().message().find("deeper than 64 levels"), std::string::npos)
+      << cl.error().message();
+  std::remove(path.c_str());
+}
+
 TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
   std::string path = ::testing::TempDir() + "/sandbox-config-test.json";
   {

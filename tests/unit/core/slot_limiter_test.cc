@@ -61,5 +61,40 @@ TEST(SlotLimiterTest, ConcurrentTakersNeverExceedTheCapacity) {
   EXPECT_EQ(limiter.in_use(), 0u);
 }
 
+TEST(SlotLimiterTest, OneKeyCannotHoldEverySlot) {
+  SlotLimiter limiter(4, 2);
+  SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
+  auto a1 = limiter.TryAcquire("alice");
+  auto a2 = limiter.TryAcquire("alice");
+  ASSERT_NE(a1, nullptr);
+  ASSERT_NE(a2, nullptr);
+  EXPECT_EQ(limiter.TryAcquire("alice", &why), nullptr);
+  EXPECT_EQ(why, SlotLimiter::Refusal::kPerKey);
+  EXPECT_EQ(limiter.in_use("alice"), 2u);
+  // Others still get the rest; the server-wide bound still holds.
+  auto b1 = limiter.TryAcquire("bob");
+  auto b2 = limiter.TryAcquire("bob");
+  ASSERT_NE(b1, nullptr);
+  ASSERT_NE(b2, nullptr);
+  EXPECT_EQ(limiter.TryAcquire("carol", &why), nullptr);
+  EXPECT_EQ(why, SlotLimiter::Refusal::kCapacity);
+  a1.reset();
+  EXPECT_EQ(limiter.in_use("alice"), 1u);
+  EXPECT_NE(limiter.TryAcquire("alice", &why), nullptr);
+  EXPECT_EQ(why, SlotLimiter::Refusal::kNone);
+}
+
+TEST(SlotLimiterTest, KeysWithoutTheirOwnBoundShareTheCapacity) {
+  SlotLimiter limiter(2);
+  auto a1 = limiter.TryAcquire("alice");
+  auto a2 = limiter.TryAcquire("alice");
+  EXPECT_NE(a2, nullptr);
+  EXPECT_EQ(limiter.TryAcquire("bob"), nullptr);
+  a2.reset();
+  a1.reset();
+  EXPECT_EQ(limiter.in_use("alice"), 0u);
+  EXPECT_EQ(limiter.in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace sandbox

@@ -77,6 +77,7 @@ class HttpTransportTest : public ::testing::Test {
     streamable_options.sse.poll = std::chrono::milliseconds(50);
     streamable_options.principal = guard_->Resolver();
     streamable_options.stream_slots = slots_;
+    streamable_options.max_sessions_per_principal = sessions_per_principal_;
     streamable_ = std::make_unique<StreamableHttpTransport>(dispatcher_, streamable_options,
                                                             mcp::testing::NullLogger());
     streamable_->Register(server_, "/mcp");
@@ -138,6 +139,7 @@ class HttpTransportTest : public ::testing::Test {
   // Set before Start(): the stream limit shared by both transports (none by default) and the
   // server's workers.
   std::shared_ptr<SlotLimiter> slots_;
+  std::size_t sessions_per_principal_ = 1000;
   int threads_ = 16;
   int stream_workers_ = 0;
   FakeService service_;
@@ -570,6 +572,57 @@ TEST_F(HttpTransportTest, StreamsBeyondTheLimitGet503AndOtherRequestsAreServed) 
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(slots_->in_use(), 0u);
+}
+
+// One token holding its share of the stream slots gets 429 for one more; another token still
+// gets a stream.
+TEST_F(HttpTransportTest, OneTokenCannotHoldEveryStream) {
+  slots_ = std::make_shared<SlotLimiter>(4, 1);
+  stream_workers_ = 4;
+  Start(TwoTokens());
+  const std::string alice = InitializeAs("alice-token-0123456789");
+  const std::string bob = InitializeAs("bob-token-0123456789ab");
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  std::thread first([&] {
+    Post(CallRunPython(1, {{"code", "x"}}),
+         {{"Authorization", "Bearer alice-token-0123456789"}, {"Mcp-Session-Id", alice}});
+  });
+  ASSERT_TRUE(service_.WaitStarted(1));
+  auto refused =
+      Post(CallRunPython(2, {{"code", "x"}}),
+           {{"Authorization", "Bearer alice-token-0123456789"}, {"Mcp-Session-Id", alice}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 429);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_NE(refused->body.find("per_principal.max_streams"), std::string::npos) << refused->body;
+  std::thread second([&] {
+    Post(CallRunPython(3, {{"code", "x"}}),
+         {{"Authorization", "Bearer bob-token-0123456789ab"}, {"Mcp-Session-Id", bob}});
+  });
+  EXPECT_TRUE(service_.WaitStarted(2));  // bob's call runs
+  streamable_->Shutdown();
+  first.join();
+  second.join();
+}
+
+// A client that initializes again and again without DELETE only loses its own oldest idle
+// sessions; another token's session is untouched.
+TEST_F(HttpTransportTest, McpSessionsPerTokenAreBoundedOldestIdleFirst) {
+  sessions_per_principal_ = 2;
+  Start(TwoTokens());
+  const std::string bob = InitializeAs("bob-token-0123456789ab");
+  std::vector<std::string> alice;
+  for (int i = 0; i < 3; ++i) alice.push_back(InitializeAs("alice-token-0123456789"));
+  auto ping = [&](const std::string& token, const std::string& session) {
+    auto res = Post(Request(9, "ping"),
+                    {{"Authorization", "Bearer " + token}, {"Mcp-Session-Id", session}});
+    return res ? res->status : 0;
+  };
+  EXPECT_EQ(ping("alice-token-0123456789", alice[0]), 404);  // the least recently used ended
+  EXPECT_EQ(ping("alice-token-0123456789", alice[1]), 200);
+  EXPECT_EQ(ping("alice-token-0123456789", alice[2]), 200);
+  EXPECT_EQ(ping("bob-token-0123456789ab", bob), 200);
+  EXPECT_EQ(streamable_->session_count(), 3u);
 }
 
 // httplib listens with a backlog of 5; more connections arriving before its acceptor takes

@@ -181,6 +181,28 @@ TEST_F(DispatcherTest, EngineRefusalsOfInvalidInputAreInvalidParams) {
             std::string::npos);
 }
 
+// A run refused by the fair-share limits is a tool error the model can act on: it names the
+// limit and how long to wait. The request carries the session's principal.
+TEST_F(DispatcherTest, RateLimitedRunIsAToolErrorSayingHowLongToWait) {
+  Initialize();
+  std::string principal;
+  service_.SetBehaviour([&](const exec::RunRequest& request, exec::RunObserver&,
+                            const exec::CancelToken&) -> Result<exec::RunResult> {
+    principal = request.principal;
+    return Error(ErrorCode::kRateLimited,
+                 "this token started 60 runs within the last minute "
+                 "(per_principal.runs_per_minute); retry in 7 s")
+        .WithRetryAfter(7);
+  });
+  json response = Call({{"code", "1"}});
+  EXPECT_EQ(principal, session_.principal());
+  EXPECT_TRUE(response["result"]["isError"].get<bool>());
+  const std::string text = response["result"]["content"][0]["text"].get<std::string>();
+  EXPECT_NE(text.find("Rate limited"), std::string::npos) << text;
+  EXPECT_NE(text.find("Wait 7 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("per_principal.runs_per_minute"), std::string::npos) << text;
+}
+
 TEST_F(DispatcherTest, RunResultShape) {
   Initialize();
   service_.SetBehaviour([](const exec::RunRequest&, exec::RunObserver&,

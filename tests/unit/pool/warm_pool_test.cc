@@ -484,6 +484,34 @@ TEST_F(WarmPoolTest, WaiterGetsAReturnedSandbox) {
   EXPECT_EQ(IdOf(*lease), id);
 }
 
+// Fair sharing: alice holds both sandboxes and waits for a third; bob arrives later. The first
+// sandbox freed goes to bob (he holds none), not to alice's earlier request.
+TEST_F(WarmPoolTest, AFreedSandboxGoesToTheLeastServedPrincipal) {
+  PoolOptions options = Options();
+  options.max_total = 2;
+  options.min_idle = 2;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(2));
+  auto a1 = pool.Acquire(std::nullopt, "alice");
+  auto a2 = pool.Acquire(std::nullopt, "alice");
+  ASSERT_TRUE(a1.ok());
+  ASSERT_TRUE(a2.ok());
+  auto alice_waits = std::async(std::launch::async, [&] { return pool.Acquire(60s, "alice"); });
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().waiting == 1; }));
+  auto bob_waits = std::async(std::launch::async, [&] { return pool.Acquire(60s, "bob"); });
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().waiting == 2; }));
+  const int freed = IdOf(*a1);
+  a1->Reset();
+  auto bob = bob_waits.get();
+  ASSERT_TRUE(bob.ok());
+  EXPECT_EQ(IdOf(*bob), freed);
+  EXPECT_EQ(pool.stats().waiting, 1);  // alice still waits
+  // Between equals (alice holds one, bob holds one) the earlier waiter is served.
+  a2->Reset();
+  auto alice = alice_waits.get();
+  ASSERT_TRUE(alice.ok());
+}
+
 // The factory learns whether a start is for requests already waiting (a fresh pool then starts
 // without its preload): not when filling to min_idle, yes when a waiter is queued.
 TEST_F(WarmPoolTest, StartsTellTheFactoryWhetherRequestsWait) {

@@ -1,0 +1,75 @@
+// The execution and session services with a PrincipalQuota (core/principal_quota.h) in front of
+// every run: one-shot runs count for RunRequest::principal, session cells for the call's
+// principal. Runs of the principal "" (the server's own probes) are never limited.
+// Thread-safety: every method from any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sandbox/core/principal_quota.h"
+#include "sandbox/exec/execution_service.h"
+#include "sandbox/exec/session_service.h"
+
+namespace sandbox::service {
+
+// ExecutionService with the quota in front; Info() and everything else pass through.
+class FairShareRuns final : public exec::ExecutionService {
+ public:
+  FairShareRuns(exec::ExecutionService& inner, PrincipalQuota& quota)
+      : inner_(inner), quota_(quota) {}
+  Result<exec::RunResult> Run(const exec::RunRequest& request, exec::RunObserver& observer,
+                              const exec::CancelToken& cancel) override;
+  Result<exec::ServiceInfo> Info() override { return inner_.Info(); }
+
+ private:
+  exec::ExecutionService& inner_;
+  PrincipalQuota& quota_;
+};
+
+// SessionService with the quota in front of Run (a cell is a run); the rest passes through.
+class FairShareSessions final : public exec::SessionService {
+ public:
+  FairShareSessions(exec::SessionService& inner, PrincipalQuota& quota)
+      : inner_(inner), quota_(quota) {}
+  Result<exec::SessionInfo> Create(const std::string& principal,
+                                   const exec::SessionCreateRequest& request) override {
+    return inner_.Create(principal, request);
+  }
+  Result<std::vector<exec::SessionInfo>> List(const std::string& principal) override {
+    return inner_.List(principal);
+  }
+  Result<exec::SessionInfo> Get(const std::string& principal,
+                                const std::string& session_id) override {
+    return inner_.Get(principal, session_id);
+  }
+  Status Close(const std::string& principal, const std::string& session_id) override {
+    return inner_.Close(principal, session_id);
+  }
+  Result<exec::RunResult> Run(const std::string& principal, const std::string& session_id,
+                              const exec::RunRequest& request, exec::RunObserver& observer,
+                              const exec::CancelToken& cancel) override;
+  Result<std::vector<exec::SessionFile>> PutFiles(
+      const std::string& principal, const std::string& session_id,
+      const std::vector<exec::InputFile>& files) override {
+    return inner_.PutFiles(principal, session_id, files);
+  }
+  Result<exec::SessionFileList> ListFiles(const std::string& principal,
+                                          const std::string& session_id) override {
+    return inner_.ListFiles(principal, session_id);
+  }
+  Result<exec::OutputFile> GetFile(const std::string& principal, const std::string& session_id,
+                                   const std::string& path) override {
+    return inner_.GetFile(principal, session_id, path);
+  }
+  Status DeleteFile(const std::string& principal, const std::string& session_id,
+                    const std::string& path) override {
+    return inner_.DeleteFile(principal, session_id, path);
+  }
+
+ private:
+  exec::SessionService& inner_;
+  PrincipalQuota& quota_;
+};
+
+}  // namespace sandbox::service

@@ -1,0 +1,30 @@
+#include "sandbox/core/memory_trim.h"
+
+#include <malloc.h>
+
+namespace sandbox {
+
+MemoryTrimmer::MemoryTrimmer(std::chrono::milliseconds interval)
+    : interval_(interval), thread_([this] { Loop(); }) {}
+
+MemoryTrimmer::~MemoryTrimmer() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool MemoryTrimmer::TrimNow() { return malloc_trim(0) != 0; }
+
+void MemoryTrimmer::Loop() {
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
+    lock.unlock();
+    TrimNow();
+    lock.lock();
+  }
+}
+
+}  // namespace sandbox
