@@ -36,6 +36,7 @@ import os
 import resource
 import selectors
 import signal
+import socket
 import stat
 import struct
 import sys
@@ -1109,7 +1110,7 @@ def _intermediate(spec):
     try:
         k = spec.kernel
         k.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != spec.zygote_pid:
+        if os.getppid() != spec.parent_pid:  # the forker died before the prctl
             os._exit(0)
         devnull = os.open("/dev/null", os.O_RDWR)
         os.dup2(devnull, 0)
@@ -1275,6 +1276,11 @@ def _run_process(spec):
     res_w = spec.res_w
     try:
         spec.kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if spec.isolate:
+            # Its own session and process group: I, F and Z share the container's group, and
+            # kill(0) / killpg(getpgrp()) would reach them across the PID namespace. (Without
+            # namespaces G made the session; U stays in G's group, which _kill_tree kills.)
+            os.setsid()
         devnull = os.open("/dev/null", os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(spec.out_w, 1)
@@ -2182,6 +2188,246 @@ CORRUPT_RESULTS = ("the code wrote data that is not a result record to the harne
                    "channel; the run's results may be incomplete")
 
 
+# ---------------------------------------------------------------------------------------------
+# The forker F: the only process that forks run children once requests arrive
+#
+# Every run's processes are forked from F, never from Z: Z receives the requests and relays
+# output and result records, and its freed heap keeps those bytes, so a child of Z could read
+# earlier runs' code, files and output in its own (copied) memory. F is forked right after the
+# preload, before any request, and never receives request data: its commands are one byte.
+
+FORKER_PREPARE_ISOLATED = b"i"  # create the pipes, fork I with namespaces
+FORKER_PREPARE_PROCESS = b"p"  # isolate=false: clean up after the last run first, then fork I
+FORKER_SWEEP = b"k"  # isolate=false: kill every process but PID 1, Z and F
+FORKER_CLEANUP = b"c"  # isolate=false: sweep and clean /tmp, /dev/shm, /dev/mqueue, the work dir
+FORKER_PIPES = 5  # req_w, out_r, err_r, res_r, st_r: the parent ends passed to Z
+FORKER_REPLY_MAX = 4096
+
+
+def send_fds(sock, data, fds):
+    """sendmsg with SCM_RIGHTS (socket.send_fds is Python >= 3.9; the harness supports 3.8)."""
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+    sock.sendmsg([data], anc)
+
+
+def recv_fds(sock, max_data, max_fds):
+    """One message and the descriptors passed with it (close-on-exec: MSG_CMSG_CLOEXEC)."""
+    data, anc, flags, _ = sock.recvmsg(max_data, socket.CMSG_SPACE(max_fds * 4),
+                                       getattr(socket, "MSG_CMSG_CLOEXEC", 0))
+    fds = array.array("i")
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    if flags & getattr(socket, "MSG_CTRUNC", 0):
+        for fd in fds:
+            os.close(fd)
+        raise OSError("the forker's message lost descriptors (MSG_CTRUNC)")
+    return data, list(fds)
+
+
+def _proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            text = f.read()
+        return text[text.rindex(b")") + 2:][:1]
+    except (OSError, ValueError):
+        return b""
+
+
+def kill_all_but(spare, rounds=100):
+    """SIGKILL to every process this one may signal except `spare` (kill(-1) would also spare
+    only the caller and PID 1: with docker-init as PID 1 it would kill the zygote). Repeated until
+    a scan finds no live process left (bounded: a fork loop cannot outrun SIGKILL for long)."""
+    for _ in range(rounds):
+        live = 0
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return
+        for name in names:
+            if not name.isdigit() or int(name) in spare:
+                continue
+            pid = int(name)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+            if _proc_state(pid) not in (b"Z", b"X", b""):
+                live += 1
+        _reap_nohang()
+        if not live:
+            return
+        time.sleep(0.005)
+
+
+def _reap_nohang(children=None):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if children is not None:
+            children.discard(pid)
+
+
+class _ForkerState:
+    """What F needs of the zygote's start-up state (config, kernel, matplotlib seed)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _forker_cleanup(fs):
+    """isolate=false: what the last run left (processes, /tmp, /dev/shm, queues, work dir)."""
+    if fs.in_container:
+        kill_all_but({1, fs.zygote_pid, os.getpid()})
+        remove_tree_contents("/tmp", keep=fs.tmp_keep)
+        remove_tree_contents("/dev/shm")
+        remove_tree_contents("/dev/mqueue")  # unlinking a queue's file is mq_unlink
+    else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
+        remove_tree_contents(fs.cfg["workdir"])
+    os.makedirs(fs.cfg["workdir"], mode=0o700, exist_ok=True)
+
+
+def _forker_spawn(fs, isolate, children):
+    """Creates the run child I with its pipes; returns (I's pid, the parent ends)."""
+    req_r, req_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    res_r, res_w = os.pipe()
+    st_r, st_w = os.pipe()
+    spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
+                     req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
+                     mpl_seed=fs.mpl_seed)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(fs.sock_fd)
+            _intermediate(spec)
+        finally:
+            os._exit(EX_INTERNAL)
+    children.add(pid)
+    for fd in (req_r, out_w, err_w, res_w, st_w):
+        os.close(fd)
+    return pid, [req_w, out_r, err_r, res_r, st_r]
+
+
+def _forker_main(sock, fs):
+    """F: serves Z's one-byte commands until Z closes the socket (or dies: PDEATHSIG)."""
+    import select
+    fs.kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != fs.zygote_pid:
+        os._exit(0)
+    fs.sock_fd = sock.fileno()
+    children = set()
+    while True:
+        r, _, _ = select.select([sock], [], [], 0.5 if children else None)
+        _reap_nohang(children)
+        if not r:
+            continue
+        try:
+            cmd = sock.recv(16)
+        except OSError:
+            break
+        if not cmd:
+            break
+        try:
+            if cmd in (FORKER_PREPARE_ISOLATED, FORKER_PREPARE_PROCESS):
+                if cmd == FORKER_PREPARE_PROCESS:
+                    _forker_cleanup(fs)
+                pid, fds = _forker_spawn(fs, cmd == FORKER_PREPARE_ISOLATED, children)
+                try:
+                    send_fds(sock, encode_json({"pid": pid}), fds)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+            elif cmd == FORKER_SWEEP:
+                if fs.in_container:
+                    kill_all_but({1, fs.zygote_pid, os.getpid()})
+                sock.send(encode_json({"ok": True}))
+            elif cmd == FORKER_CLEANUP:
+                _forker_cleanup(fs)
+                sock.send(encode_json({"ok": True}))
+            else:
+                sock.send(encode_json({"error": "unknown forker command %r" % cmd}))
+        except Exception as e:  # reported to Z, which decides (fatal)
+            try:
+                sock.send(encode_json({"error": "%s: %s" % (type(e).__name__, e)}))
+            except OSError:
+                break
+    # Z is gone or exiting: wait for the children (their address spaces' teardown), then exit.
+    for pid in list(children):
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    os._exit(0)
+
+
+class Forker:
+    """Z's end of F."""
+
+    def __init__(self, sock, pid):
+        self.sock = sock
+        self.pid = pid
+
+    @classmethod
+    def start(cls, fs, close_in_child):
+        zsock, fsock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        _flush_stdio()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                zsock.close()
+                for fd in close_in_child:
+                    os.close(fd)
+                _forker_main(fsock, fs)
+            finally:
+                os._exit(EX_INTERNAL)
+        fsock.close()
+        return cls(zsock, pid)
+
+    def _command(self, cmd, nfds=0):
+        try:
+            self.sock.send(cmd)
+            data, fds = recv_fds(self.sock, FORKER_REPLY_MAX, nfds)
+        except OSError as e:
+            raise FatalError("the forker does not answer: %s" % e)
+        if not data:
+            raise FatalError("the forker exited")
+        try:
+            reply = json.loads(data.decode("utf-8"))
+        except ValueError:
+            reply = {"error": "invalid answer"}
+        if "error" in reply or len(fds) != nfds:
+            for fd in fds:
+                os.close(fd)
+            raise FatalError("the forker failed: %s" % reply.get("error", "wrong descriptors"))
+        return reply, fds
+
+    def prepare(self, isolate):
+        """A new run child: (I's pid, [req_w, out_r, err_r, res_r, st_r])."""
+        cmd = FORKER_PREPARE_ISOLATED if isolate else FORKER_PREPARE_PROCESS
+        reply, fds = self._command(cmd, FORKER_PIPES)
+        return int(reply["pid"]), fds
+
+    def sweep(self):
+        self._command(FORKER_SWEEP)
+
+    def cleanup(self):
+        self._command(FORKER_CLEANUP)
+
+    def close(self):
+        """F reaps its children and exits when the socket closes; wait for it."""
+        self.sock.close()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
 class Zygote:
     def __init__(self, channel, cfg):
         self.chan = channel
@@ -2197,7 +2443,7 @@ class Zygote:
         self.in_container = self.pid == 1 or os.getppid() == 1
         self.tmp_keep = set()
         self.mpl_seed = None
-        self.zombies = []
+        self.forker = None  # F, from the end of the preload on
         self.session = cfg["mode"] == "session"
         self.session_limits = cfg["limits"]  # the latest `session` op's, for U's not started yet
 
@@ -2256,58 +2502,19 @@ class Zygote:
 
     # -- children ---------------------------------------------------------------------------
 
-    def _cleanup_process_mode(self):
-        """isolate=false: kill every process left by the previous run, renew /tmp contents."""
-        if self.in_container:
-            try:
-                os.kill(-1, signal.SIGKILL)  # all we may signal but ourselves and PID 1
-            except OSError:
-                pass
-        self._reap_strays()
-        if self.in_container:
-            remove_tree_contents("/tmp", keep=self.tmp_keep)
-            remove_tree_contents("/dev/shm")
-            remove_tree_contents("/dev/mqueue")  # unlinking a queue's file is mq_unlink
-        else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
-            remove_tree_contents(self.cfg["workdir"])
-        try:
-            os.makedirs(self.cfg["workdir"], mode=0o700, exist_ok=True)
-        except OSError as e:
-            raise FatalError("isolate=false: cannot create the work dir %s: %s"
-                             % (self.cfg["workdir"], e))
-
-    def _reap_strays(self):
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+    def _start_forker(self):
+        """Forks F (see "The forker"), before any request reached the zygote."""
+        if any(m.get("op") != "ping" for m in self.chan.queue) or self.chan.decoder.pending:
+            raise ProtocolError("a request arrived before the first ready (the server must wait "
+                                "for it: nothing of a request may reach the forker's memory)")
+        fs = _ForkerState(cfg=self.cfg, kernel=self.kernel, zygote_pid=self.pid,
+                          mpl_seed=self.mpl_seed, tmp_keep=self.tmp_keep,
+                          in_container=self.in_container, sock_fd=None)
+        self.forker = Forker.start(fs, close_in_child=(self.chan.in_fd, self.chan.out_fd))
 
     def _spawn(self):
-        if not self.isolate:
-            self._cleanup_process_mode()
-        req_r, req_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        res_r, res_w = os.pipe()
-        st_r, st_w = os.pipe()
-        spec = ChildSpec(cfg=self.cfg, kernel=self.kernel, isolate=self.isolate, zygote_pid=self.pid,
-                         req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
-                         mpl_seed=self.mpl_seed)
-        _flush_stdio()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(self.chan.in_fd)
-                os.close(self.chan.out_fd)
-                _intermediate(spec)
-            finally:
-                os._exit(EX_INTERNAL)
-        for fd in (req_r, out_w, err_w, res_w, st_w):
-            os.close(fd)
-        return Prepared(pid, req_w, out_r, err_r, res_r, st_r)
+        ipid, (req_w, out_r, err_r, res_r, st_r) = self.forker.prepare(self.isolate)
+        return Prepared(ipid, req_w, out_r, err_r, res_r, st_r)
 
     def _await_prepared(self, p, timeout=15.0):
         """Waits for I's `pid` record and U's `waiting` record; returns None or the error."""
@@ -2379,19 +2586,7 @@ class Zygote:
                 os.close(fd)
             except OSError:
                 pass
-        if not p.reaped:
-            self.zombies.append(p.ipid)  # reaped later: its exit (address-space teardown) is slow
-            p.reaped = True
-        self._reap_zombies()
-
-    def _reap_zombies(self, block=False):
-        for pid in list(self.zombies):
-            try:
-                done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done == pid:
-                self.zombies.remove(pid)
+        p.reaped = True  # by F (its child), without blocking: the exit's teardown is slow
 
     def _kill_tree(self, p):
         """SIGKILL to the run's init: with a PID namespace the kernel kills the whole tree."""
@@ -2407,10 +2602,7 @@ class Zygote:
                 except OSError:
                     pass
             if self.in_container:
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except OSError:
-                    pass
+                self.forker.sweep()  # what escaped the group (F spares PID 1, Z and itself)
 
     def ready_event(self):
         ev = {"ev": "ready", "protocol": PROTOCOL_VERSION, "python": "%d.%d.%d" % sys.version_info[:3],
@@ -2436,6 +2628,7 @@ class Zygote:
     def serve(self):
         self.preload()
         self.kernel.prctl(PR_SET_DUMPABLE, 0, what="PR_SET_DUMPABLE")
+        self._start_forker()
         self.prepare()
         self.chan.send(self.ready_event())
         import select
@@ -2489,8 +2682,8 @@ class Zygote:
             self._discard(self.prepared)
             self.prepared = None
         if not self.isolate and self.in_container:
-            self._cleanup_process_mode()
-        self._reap_zombies(block=True)
+            self.forker.cleanup()
+        self.forker.close()
 
     def handle_run(self, msg):
         run = parse_run(msg, self.cfg)
