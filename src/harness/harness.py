@@ -33,6 +33,7 @@ import json
 import linecache
 import mimetypes
 import os
+import re
 import resource
 import selectors
 import signal
@@ -192,7 +193,19 @@ DEFAULT_CONFIG = {
     "limits": DEFAULT_LIMITS,
     "op_timeout_s": 10.0,
     "list_max_entries": 1000,
+    # The server owns these (include/sandbox/runner/result_limits.h) and sends them: it enforces
+    # the same bounds on the `done` it parses. Frames beyond max_frames are replaced by one
+    # marker frame (the first and last halves kept); strings are cut at their byte bound.
+    "traceback": {"max_frames": 100, "max_message_bytes": 8192, "max_name_bytes": 512,
+                  "max_total_bytes": 65536},
 }
+
+# Bounds of the walk over the work dir (files out, session snapshots and list_files): entries
+# looked at and directory depth, so that no tree the code builds makes it slow or deep.
+WALK_MAX_ENTRIES = 10000
+WALK_MAX_DEPTH = 32
+MAX_PATH_BYTES = 1024  # a file path (request or result), UTF-8
+MAX_NAME_BYTES = 255  # one component
 
 
 def _is_int(v):
@@ -297,6 +310,17 @@ def parse_config(msg):
                                            "config"))
     cfg["list_max_entries"] = _int_field(msg, "list_max_entries",
                                          DEFAULT_CONFIG["list_max_entries"], 1)
+    tb = _dict_field(msg, "traceback", "config")
+    dtb = DEFAULT_CONFIG["traceback"]
+    cfg["traceback"] = {
+        "max_frames": _int_field(tb, "max_frames", dtb["max_frames"], 2, "config.traceback"),
+        "max_message_bytes": _int_field(tb, "max_message_bytes", dtb["max_message_bytes"], 64,
+                                        "config.traceback"),
+        "max_name_bytes": _int_field(tb, "max_name_bytes", dtb["max_name_bytes"], 16,
+                                     "config.traceback"),
+        "max_total_bytes": _int_field(tb, "max_total_bytes", dtb["max_total_bytes"], 1024,
+                                      "config.traceback"),
+    }
     return cfg
 
 
@@ -399,6 +423,103 @@ def validate_input_files(files, max_count, max_total_bytes):
     return out
 
 
+def result_path_error(path):
+    """Why `path` is not a valid result path (a file record's, a listing's), or None. Valid: a
+    relative, normalized path inside the work dir, valid UTF-8 without control characters, at
+    most MAX_PATH_BYTES, components non-empty, not `.` or `..`, at most MAX_NAME_BYTES each. U
+    only sends such paths (it skips files with other names, setting files_truncated): anything
+    else is forged."""
+    if not isinstance(path, str) or not path:
+        return "not a non-empty string"
+    try:
+        raw = path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not valid UTF-8"
+    if len(raw) > MAX_PATH_BYTES:
+        return "longer than %d bytes" % MAX_PATH_BYTES
+    if any(c < 0x20 or c == 0x7F for c in raw):
+        return "contains a control character"
+    if path.startswith("/"):
+        return "absolute"
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            return "not normalized (empty, '.' or '..' component)"
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            return "has a component longer than %d bytes" % MAX_NAME_BYTES
+    return None
+
+
+def cut_text(text, max_bytes):
+    """`text` cut to at most max_bytes of UTF-8 (at a character boundary), with a marker
+    saying how much was cut; unchanged when it fits."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= max_bytes:
+        return text
+    marker = " [... %d bytes omitted]" % len(raw)
+    keep = raw[:max(max_bytes - len(marker), 0)].decode("utf-8", "ignore")
+    marker = " [... %d bytes omitted]" % (len(raw) - len(keep.encode("utf-8", "surrogatepass")))
+    return keep + marker
+
+
+_OMITTED_RE = re.compile(r"\[\.\.\. (\d{1,18}) frames omitted \.\.\.\]$")
+
+
+def omitted_frame(n):
+    """The frame that stands for the n frames a bounded traceback leaves out."""
+    return {"file": "", "line": 0, "function": "[... %d frames omitted ...]" % n}
+
+
+def bound_traceback(tb, limits):
+    """A structured traceback (U's claim: checked) -> a bounded one, or None when it is not
+    one: at most max_frames frames (the first and last halves, an omitted_frame between),
+    type/file/function cut at max_name_bytes, message at max_message_bytes, and the whole at
+    max_total_bytes (more frames from the middle are omitted until it fits)."""
+    if not isinstance(tb, dict):
+        return None
+    names, msg_max = limits["max_name_bytes"], limits["max_message_bytes"]
+
+    def text(v, n):
+        return cut_text(v, n) if isinstance(v, str) else ""
+
+    frames = tb.get("frames")
+    frames = frames if isinstance(frames, list) else []
+    real, omitted = [], 0
+    for f in frames:
+        if not isinstance(f, dict):
+            continue
+        m = None
+        if f.get("file") == "" and f.get("line") == 0 and isinstance(f.get("function"), str):
+            m = _OMITTED_RE.match(f["function"])
+        if m:  # a marker of an earlier bounding (U's own): its frames stay counted
+            omitted += int(m.group(1))
+        else:
+            real.append(f)
+    head_n = limits["max_frames"] // 2
+    tail_n = limits["max_frames"] - head_n - 1
+
+    def clean(f):
+        line = f.get("line")
+        return {"file": text(f.get("file"), names), "line": line if _is_int(line) else 0,
+                "function": text(f.get("function"), names)}
+
+    def build(h, t):
+        if not omitted and h + t >= len(real):
+            return [clean(f) for f in real]
+        h, t = min(h, len(real)), min(t, max(len(real) - h, 0))
+        gap = len(real) - h - t
+        return ([clean(f) for f in real[:h]] + [omitted_frame(gap + omitted)]
+                + [clean(f) for f in real[len(real) - t:]])
+
+    out = {"type": text(tb.get("type"), names), "message": text(tb.get("message"), msg_max)}
+    h, t = head_n, tail_n
+    while True:
+        out["frames"] = build(h, t)
+        size = len(encode_json(out))
+        if size <= limits["max_total_bytes"] or h + t == 0:
+            return out
+        h, t = h // 2, t // 2
+
+
 # ---------------------------------------------------------------------------------------------
 # Session mode: the `session` op, file operations and the checks of U's answers
 
@@ -493,6 +614,9 @@ def check_reply(req, rec):
                     and isinstance(mime, str) and _is_num(mtime) and mtime == mtime
                     and abs(mtime) != float("inf")):
                 raise ValueError("a file entry needs path, size, mime_type and mtime")
+            if result_path_error(path) is not None:
+                truncated = True  # U lists only valid names: a forged entry, dropped and marked
+                continue
             out.append({"path": path, "size": size, "mime_type": mime[:200], "mtime": mtime})
         return True, {"files": out, "truncated": truncated}
     # get_file
@@ -596,12 +720,54 @@ def user_frames(frames, drop_files=(HARNESS_FILE,)):
     return out
 
 
-def structured_traceback(exc, drop_files=(HARNESS_FILE,)):
-    """An exception -> {type, message, frames:[{file, line, function}]}, harness frames removed."""
-    frames = []
-    for f in user_frames(traceback.extract_tb(exc.__traceback__), drop_files):
-        frames.append({"file": f.filename, "line": f.lineno, "function": f.name})
+def deep_traceback(exc, max_frames, drop_files=(HARNESS_FILE,)):
+    """None when exc's traceback is short, else (first frames, number omitted, last frames) as
+    FrameSummary lists: a RecursionError under sys.setrecursionlimit(10**6) has a million
+    frames, and extracting them all (source lines included) takes seconds and hundreds of MB.
+    Only the kept frames are extracted; the harness's frames (at the start) are dropped."""
+    tb = exc.__traceback__
+    n, node = 0, tb
+    while node is not None:
+        n += 1
+        node = node.tb_next
+    head_n = max_frames // 2
+    tail_n = max_frames - head_n - 1
+    window = head_n + 8  # the harness's frames come first
+    if n <= window + tail_n:
+        return None
+    head_all = user_frames(traceback.extract_tb(tb, limit=window), drop_files)
+    head = head_all[:head_n]
+    node = tb
+    for _ in range(n - tail_n):
+        node = node.tb_next
+    tail = user_frames(traceback.extract_tb(node), drop_files)
+    return head, (len(head_all) - len(head)) + (n - window - tail_n), tail
+
+
+def structured_traceback(exc, drop_files=(HARNESS_FILE,), max_frames=None):
+    """An exception -> {type, message, frames:[{file, line, function}]}, harness frames removed;
+    with max_frames, a longer one keeps its first and last frames and an omitted_frame."""
+    deep = deep_traceback(exc, max_frames, drop_files) if max_frames else None
+    if deep is None:
+        frames = [{"file": f.filename, "line": f.lineno, "function": f.name}
+                  for f in user_frames(traceback.extract_tb(exc.__traceback__), drop_files)]
+    else:
+        head, omitted, tail = deep
+        frames = ([{"file": f.filename, "line": f.lineno, "function": f.name} for f in head]
+                  + [omitted_frame(omitted)]
+                  + [{"file": f.filename, "line": f.lineno, "function": f.name} for f in tail])
     return {"type": exception_type_name(type(exc)), "message": _safe_str(exc), "frames": frames}
+
+
+def format_deep_exception(exc, deep):
+    """The text of a traceback bounded by deep_traceback (its chained exceptions left out)."""
+    head, omitted, tail = deep
+    out = ["Traceback (most recent call last):\n"]
+    out += traceback.StackSummary.from_list(head).format()
+    out.append("  [... %d frames omitted ...]\n" % omitted)
+    out += traceback.StackSummary.from_list(tail).format()
+    out += traceback.format_exception_only(type(exc), exc)
+    return "".join(out)
 
 
 def _trim_te(te, drop_files, seen):
@@ -615,9 +781,13 @@ def _trim_te(te, drop_files, seen):
         _trim_te(sub, drop_files, seen)
 
 
-def format_exception_trimmed(exc, drop_files=(HARNESS_FILE,), sources=None):
+def format_exception_trimmed(exc, drop_files=(HARNESS_FILE,), sources=None, max_frames=None):
     """The text Python prints for an uncaught exception, without the harness's frames.
-    `sources` (a CellSources, session mode) gives frames of earlier cells their own lines."""
+    `sources` (a CellSources, session mode) gives frames of earlier cells their own lines.
+    With max_frames, a longer traceback is cut as by deep_traceback."""
+    deep = deep_traceback(exc, max_frames, drop_files) if max_frames else None
+    if deep is not None:
+        return format_deep_exception(exc, deep)
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
                                       lookup_lines=sources is None)
     if sources is not None:
@@ -834,7 +1004,8 @@ def _signame(sig):
 
 
 def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, oom_kills=0,
-                   limit_hits=0, cpu_ms=None, limits=None, memory_error=False, corrupt=None):
+                   limit_hits=0, cpu_ms=None, limits=None, memory_error=False, corrupt=None,
+                   claimed_failure=None):
     """The done event's verdict. Returns (verdict, exit_code, signal, detail).
 
     kill_reason: what the zygote killed the run for ("cancel", "output_limit", "timeout",
@@ -843,7 +1014,9 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
     oom_kills / limit_hits: growth of the cgroup's counters during the run; memory_error: the
     run process reported that the cell ended with an uncaught MemoryError (an allocation refused
     by RLIMIT_DATA, the per-run memory limit, or larger than the address space allows);
-    corrupt: why the run's result channel could not be parsed (the code wrote to it)."""
+    corrupt: why the run's result channel could not be parsed (the code wrote to it);
+    claimed_failure: the run process reported a failure after the user's code started (a claim
+    of the run about itself: at most its own `error`, never `internal`)."""
     limits = limits or {}
     if kill_reason == "cancel":
         return "cancelled", None, signal.SIGKILL, "cancelled by request"
@@ -853,8 +1026,8 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
     if kill_reason == "timeout":
         return ("timeout", None, signal.SIGKILL,
                 "wall-clock limit of %g s reached" % limits.get("timeout_s", 0))
-    if kill_reason == "result_limit":
-        return "internal", None, signal.SIGKILL, "the run sent more result data than its limits allow"
+    if kill_reason == "result_limit":  # the code can write to its own result pipe: its doing
+        return "error", None, signal.SIGKILL, "the run sent more result data than its limits allow"
     if kill_reason == "corrupt":  # session mode: the result channel cannot be resynchronized
         return "error", None, signal.SIGKILL, corrupt or CORRUPT_RESULTS
     if kill_reason is not None:
@@ -882,6 +1055,8 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
         return "internal", code, None, internal
     if corrupt:
         return "error", code, None, corrupt
+    if claimed_failure:
+        return "error", code, None, claimed_failure
     if code != 0 and memory_error:
         budget = limits.get("memory_bytes")
         return ("memory", code, None, "out of memory: an allocation failed (MemoryError)"
@@ -1554,20 +1729,27 @@ def _write_inputs(files):
 
 
 def _sha256_file(path, limit):
+    """SHA-256 of the regular file at path (None if it is not one), read in chunks."""
+    fd = open_regular(path)
+    if fd is None:
+        return None
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    try:
         while True:
-            chunk = f.read(1 << 16)
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
             h.update(chunk)
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 
 def _collect_files(workdir, input_hashes, files_cfg, sender):
     """Sends the files the run left in the work dir; returns files_truncated."""
     candidates = []
-    for rel, st in walk_regular_files(workdir):
+    found, walk_truncated = walk_regular_files(workdir)
+    for rel, st in found:
         unchanged = False
         if rel in input_hashes:
             try:
@@ -1575,20 +1757,19 @@ def _collect_files(workdir, input_hashes, files_cfg, sender):
             except OSError:
                 pass
         candidates.append((rel, st.st_size, unchanged))
-    return _send_files(workdir, candidates, files_cfg, sender)
+    return _send_files(workdir, candidates, files_cfg, sender) or walk_truncated
 
 
 def _send_files(workdir, candidates, files_cfg, sender):
     """candidates: [(path, size, unchanged)] in path order. Sends the chosen ones as `file`
-    records; returns files_truncated."""
+    records; returns files_truncated (also when a chosen file is no longer a regular file)."""
     chosen, truncated = plan_files_out(candidates, files_cfg["max_count"],
                                        files_cfg["max_total_bytes"])
     sizes = {path: size for path, size, _ in candidates}
     for rel in chosen:
-        try:
-            with open(os.path.join(workdir, rel), "rb") as f:
-                data = f.read(sizes[rel])
-        except OSError:
+        data = read_regular(os.path.join(workdir, rel), sizes[rel])
+        if data is None:
+            truncated = True
             continue
         mime = mimetypes.guess_type(rel)[0] or "application/octet-stream"
         sender.send({"t": "file", "path": rel, "size": len(data), "mime_type": mime,
@@ -1596,11 +1777,12 @@ def _send_files(workdir, candidates, files_cfg, sender):
     return truncated
 
 
-def _run_cell(source, namespace, value_max_chars, on_end=None, sources=None):
+def _run_cell(source, namespace, value_max_chars, on_end=None, sources=None, tb_limits=None):
     """Runs the cell. Returns (exit status, value repr or None, structured traceback or None,
     memory_error: the cell ended with an uncaught MemoryError). `on_end` is called as soon as
     the cell's code is over, before anything is reported. `sources`: session mode's CellSources."""
     on_end = on_end or (lambda: None)
+    max_frames = tb_limits["max_frames"] if tb_limits else None
     register_source(source)
     try:
         body, expr = split_cell(source)
@@ -1627,10 +1809,13 @@ def _run_cell(source, namespace, value_max_chars, on_end=None, sources=None):
     except BaseException as e:  # noqa: B902 - exactly what the interpreter would report
         on_end()
         try:
-            sys.stderr.write(format_exception_trimmed(e, sources=sources))
+            sys.stderr.write(format_exception_trimmed(e, sources=sources, max_frames=max_frames))
         except BaseException:  # noqa: B902
             pass
-        return 1, None, structured_traceback(e), isinstance(e, MemoryError)
+        tb = structured_traceback(e, max_frames=max_frames)
+        if tb_limits is not None:
+            tb = bound_traceback(tb, tb_limits)
+        return 1, None, tb, isinstance(e, MemoryError)
 
 
 def _interpreter_shutdown():
@@ -1680,7 +1865,8 @@ def _run_request(req, spec, prepared):
     sender.send({"t": "started"})
     run_pid = os.getpid()
     status, value, tb, memory_error = _run_cell(req["code"], main_mod.__dict__,
-                                                cfg["value_max_chars"], on_end=_relax_data_limit)
+                                                cfg["value_max_chars"], on_end=_relax_data_limit,
+                                                tb_limits=cfg["traceback"])
     _interpreter_shutdown()
     _flush_stdio()
     if os.getpid() != run_pid:
@@ -1727,26 +1913,116 @@ def _read_request(fd):
     return json.loads(payload.decode("utf-8"))
 
 
-def walk_regular_files(workdir):
-    """[(relative path, lstat)] of the regular files under workdir, in path order (directories
-    sorted, then names); symlinks are neither followed nor listed, nor are special files."""
+def walk_regular_files(workdir, max_entries=WALK_MAX_ENTRIES, max_depth=WALK_MAX_DEPTH):
+    """([(relative path, lstat)] of the regular files under workdir sorted by path, truncated).
+    Symlinks are neither followed nor listed, nor are FIFOs, sockets or devices (nothing is
+    opened but directories, relative to their parent's descriptor: no path length limit, no
+    symlink swapped in). Bounded: at most max_entries entries looked at and max_depth levels;
+    a name that is not a valid result path (result_path_error: not UTF-8, control characters,
+    too long) is skipped. Each bound or skip sets truncated."""
     out = []
-    for root, dirs, names in os.walk(workdir):
-        dirs.sort()
-        for name in sorted(names):
-            full = os.path.join(root, name)
+    state = {"seen": 0, "truncated": False}
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        top = os.open(workdir, flags)
+    except OSError:
+        return out, False
+
+    def visit(dfd, prefix, depth):
+        try:
+            with os.scandir(dfd) as it:
+                entries = []
+                for entry in it:
+                    state["seen"] += 1
+                    if state["seen"] > max_entries:
+                        state["truncated"] = True
+                        break
+                    entries.append(entry)
+        except OSError:
+            state["truncated"] = True
+            return
+        entries.sort(key=lambda e: e.name)
+        for entry in entries:
+            rel = prefix + entry.name
             try:
-                st = os.lstat(full)
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_reg = not is_dir and entry.is_file(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                out.append((os.path.relpath(full, workdir), st))
-    return out
+            if not (is_dir or is_reg):
+                continue  # symlinks and special files: skipped by definition
+            if result_path_error(rel) is not None:
+                state["truncated"] = True
+                continue
+            if is_reg:
+                try:
+                    out.append((rel, entry.stat(follow_symlinks=False)))
+                except OSError:
+                    pass
+                continue
+            if depth + 1 >= max_depth or state["seen"] > max_entries:
+                state["truncated"] = True
+                continue
+            try:
+                sub = os.open(entry.name, flags, dir_fd=dfd)
+            except OSError:
+                state["truncated"] = True  # e.g. out of descriptors, or unreadable
+                continue
+            try:
+                visit(sub, rel + "/", depth + 1)
+            finally:
+                os.close(sub)
+
+    try:
+        visit(top, "", 0)
+    finally:
+        os.close(top)
+    out.sort(key=lambda e: e[0])
+    return out, state["truncated"]
+
+
+def open_regular(path):
+    """A read descriptor of the regular file at path, or None: never follows a symlink at the
+    end, never blocks (a FIFO swapped in after the walk), and checks the type once open."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.set_blocking(fd, True)
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def read_regular(path, max_bytes):
+    """At most max_bytes of the regular file at path (a file growing while read stops there;
+    one shrinking gives fewer), or None when it is not a regular file any more."""
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    try:
+        chunks, left = [], max_bytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def snapshot_files(workdir):
     """{path: (size, mtime_ns, inode)} of the work dir's regular files, in path order."""
-    return {rel: (st.st_size, st.st_mtime_ns, st.st_ino) for rel, st in walk_regular_files(workdir)}
+    return {rel: (st.st_size, st.st_mtime_ns, st.st_ino)
+            for rel, st in walk_regular_files(workdir)[0]}
 
 
 def _resolve(workdir, rel, create=False):
@@ -1836,11 +2112,11 @@ def put_files(workdir, files, tmpfs_bytes, fsize_bytes=None):
 
 def list_files(workdir, max_entries):
     """The work dir's regular files, sorted by path: ({path, size, mime_type, mtime}, truncated)."""
-    found = sorted(walk_regular_files(workdir), key=lambda e: e[0])
+    found, truncated = walk_regular_files(workdir)
     out = [{"path": rel, "size": st.st_size,
             "mime_type": mimetypes.guess_type(rel)[0] or "application/octet-stream",
             "mtime": st.st_mtime_ns / 1e9} for rel, st in found[:max_entries]]
-    return out, len(found) > max_entries
+    return out, truncated or len(found) > max_entries
 
 
 def get_file(workdir, rel, max_bytes):
@@ -1981,7 +2257,7 @@ def _session_cell(req, spec, prepared, ctx):
     run_pid = os.getpid()
     status, value, tb, memory_error = _run_cell(req["code"], main_mod.__dict__,
                                                 cfg["value_max_chars"], on_end=_relax_data_limit,
-                                                sources=ctx.sources)
+                                                sources=ctx.sources, tb_limits=cfg["traceback"])
     _flush_stdio()
     if os.getpid() != run_pid:
         os._exit(status)  # a process the cell forked reached the cell's end: it exits like Python
@@ -1990,11 +2266,12 @@ def _session_cell(req, spec, prepared, ctx):
     except BaseException as e:  # noqa: B902
         sys.stderr.write("[sandbox] figures could not be captured: %s\n" % e)
     _flush_stdio()
-    after = walk_regular_files(workdir)
+    after, walk_truncated = walk_regular_files(workdir)
     changed = set(changed_files(before, {rel: (st.st_size, st.st_mtime_ns, st.st_ino)
                                          for rel, st in after}))
     files_truncated = _send_files(workdir, [(rel, st.st_size, rel not in changed)
                                             for rel, st in after], cfg["files_out"], sender)
+    files_truncated = files_truncated or walk_truncated
     usage1 = _self_usage()
     sender.send({"t": "result", "seq": seq, "status": status, "value": value, "traceback": tb,
                  "memory_error": memory_error, "files_truncated": files_truncated,
@@ -2139,6 +2416,8 @@ class RunState:
         self.file_bytes = 0
         self.files_truncated = False
         self.corrupt = None
+        self.claimed_failure = None  # U reported a failure after user code ran: an `error`
+        self.code_ran_before = False
 
 
 OUTPUT_CHUNK = 1 << 16
@@ -2186,6 +2465,10 @@ def death_reason(ustatus, gstatus, oom_kills):
 # garbage there is the code's doing, not a failure of the harness or the server.
 CORRUPT_RESULTS = ("the code wrote data that is not a result record to the harness's result "
                    "channel; the run's results may be incomplete")
+# An `internal` record from U after the code started: the code may have written it (or broken
+# the harness code in its own process); the message goes to the harness log only.
+RUN_SIDE_FAILURE = ("the harness code in the run process reported a failure after the code "
+                    "started; the run's results may be incomplete")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2818,7 +3101,7 @@ class Zygote:
         verdict, exit_code, sig, detail = decide_verdict(
             kill_reason=state.kill_reason, internal=state.internal, ustatus=state.ustatus,
             gstatus=state.gstatus, oom_kills=counter_delta(counters0, counters1, "oom_kill"),
-            corrupt=state.corrupt,
+            corrupt=state.corrupt, claimed_failure=state.claimed_failure,
             limit_hits=counter_delta(counters0, counters1, "limit_hits"), cpu_ms=state.cpu_ms,
             limits=limits, memory_error=state.result.get("memory_error") is True)
         self.chan.send(self._done_event(state, verdict, exit_code, sig, detail,
@@ -3073,6 +3356,7 @@ class Zygote:
     def _session_run(self, p, run, files):
         """A cell in the session's U. Returns True when U ended (the session must be reset)."""
         state = RunState(run["id"], run["limits"])
+        state.code_ran_before = p.cells > 0  # U has run user code: none of its records is trusted
         limits = dict(run["limits"], cpu_s=0)  # no RLIMIT_CPU in a session
         self._log_discarded(p)
         counters0 = read_memory_counters()
@@ -3101,11 +3385,13 @@ class Zygote:
             state.max_rss_kb = rss if _is_int(rss) and rss >= 0 else None
             verdict, exit_code, sig, detail = decide_verdict(
                 ustatus=status << 8, oom_kills=oom, limits=limits,
-                memory_error=answer.get("memory_error") is True)
+                memory_error=answer.get("memory_error") is True,
+                claimed_failure=state.claimed_failure)
         else:
             verdict, exit_code, sig, detail = decide_verdict(
                 kill_reason=state.kill_reason, internal=state.internal, ustatus=state.ustatus,
                 gstatus=state.gstatus, oom_kills=oom, corrupt=state.corrupt,
+                claimed_failure=state.claimed_failure,
                 limit_hits=counter_delta(counters0, counters1, "limit_hits"), cpu_ms=state.cpu_ms,
                 limits=limits, memory_error=state.result.get("memory_error") is True)
             detail += RESET_SUFFIX
@@ -3264,8 +3550,15 @@ class Zygote:
             fo = self.cfg["files_out"]
             path, size, mime, data = (rec.get("path"), rec.get("size"), rec.get("mime_type"),
                                       rec.get("data_b64"))
-            if not (isinstance(path, str) and _is_int(size) and isinstance(mime, str)
-                    and isinstance(data, str) and len(data) <= (size + 2) // 3 * 4):
+            if not (_is_int(size) and size >= 0 and isinstance(mime, str)
+                    and isinstance(data, str) and len(data) == (size + 2) // 3 * 4):
+                state.files_truncated = True  # dropped: marked, never passed on
+                return
+            bad = result_path_error(path)
+            if bad is not None:
+                state.files_truncated = True
+                log("run %r: dropped a file record whose path is %s: %s"
+                    % (rid, bad, ascii(path)[:300]))
                 return
             if state.files >= fo["max_count"] or state.file_bytes + size > fo["max_total_bytes"]:
                 state.files_truncated = True
@@ -3277,7 +3570,13 @@ class Zygote:
         elif t == "result":
             state.result = rec
         elif t == "internal":
-            state.internal = "harness error in the run: %s" % str(rec.get("message"))[:2000]
+            message = ascii(rec.get("message"))[:2000]
+            if state.started or state.code_ran_before:
+                state.claimed_failure = RUN_SIDE_FAILURE
+                log("run %r: the run process reported (after the code started, so unverified): %s"
+                    % (rid, message))
+            else:  # before the code: U is still the harness's alone
+                state.internal = "harness error in the run: %s" % message
 
     def _done_event(self, state, verdict, exit_code, sig, detail, duration_ms, session_reset=False):
         res = state.result
@@ -3286,9 +3585,7 @@ class Zygote:
             value = None
         elif len(value) > self.cfg["value_max_chars"] + 64:
             value = value[:self.cfg["value_max_chars"]]
-        tb = res.get("traceback")
-        if not isinstance(tb, dict):
-            tb = None
+        tb = bound_traceback(res.get("traceback"), self.cfg["traceback"])
         ev = {
             "ev": "done", "id": state.rid, "verdict": verdict, "exit_code": exit_code,
             "signal": int(sig) if sig is not None else None, "duration_ms": duration_ms,

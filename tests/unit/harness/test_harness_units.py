@@ -354,7 +354,15 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(self.v(kill_reason="timeout", oom_kills=1)[0], "timeout")
         v = self.v(kill_reason="output_limit")
         self.assertEqual((v[0], v[1], v[2]), ("output_limit", None, signal.SIGKILL))
-        self.assertEqual(self.v(kill_reason="result_limit")[0], "internal")
+        # The code can write to its own result pipe: over the budget is its doing, not ours.
+        self.assertEqual(self.v(kill_reason="result_limit")[0], "error")
+
+    def test_claimed_failure_is_at_most_error(self):
+        v = self.v(ustatus=exited(0), claimed_failure=h.RUN_SIDE_FAILURE)
+        self.assertEqual(v, ("error", 0, None, h.RUN_SIDE_FAILURE))
+        # the zygote's own findings still come first
+        self.assertEqual(self.v(kill_reason="timeout", claimed_failure="x")[0], "timeout")
+        self.assertEqual(self.v(ustatus=killed(9), claimed_failure="x")[0], "signal")
 
     def test_exit_codes(self):
         self.assertEqual(self.v(ustatus=exited(0)), ("ok", 0, None, ""))
@@ -725,6 +733,178 @@ class SleeperInitTest(unittest.TestCase):
         self.assertEqual(recs[0]["status"], killed(signal.SIGKILL))
 
 
+class ResultChecksTest(unittest.TestCase):
+    """The checks Z applies to U's claims (file paths, tracebacks)."""
+
+    def test_result_paths(self):
+        for ok in ("a", "a/b.txt", "dir/sub/é.csv", "x" * 255, "/".join(["d"] * 300)[:1023]):
+            self.assertIsNone(h.result_path_error(ok), ok)
+        bad = ["", None, 3, "/etc/passwd", "../../etc/forged", "a/../b", "./a", "a/./b", "a//b",
+               "a/", "a\x00b", "new\nline", "tab\there", "del\x7f", "bad\udcff.txt",
+               "x" * 1025, "a/" + "y" * 256]
+        for path in bad:
+            self.assertIsNotNone(h.result_path_error(path), repr(path))
+
+    def test_cut_text(self):
+        self.assertEqual(h.cut_text("short", 100), "short")
+        cut = h.cut_text("é" * 1000, 100)
+        self.assertLessEqual(len(cut.encode()), 100)
+        self.assertTrue(cut.endswith(" bytes omitted]"), cut)
+        kept = cut[:cut.index(" [...")]
+        self.assertEqual(len(kept.encode()) + int(cut.split()[-3]), 2000)
+
+    L = {"max_frames": 100, "max_message_bytes": 8192, "max_name_bytes": 512,
+         "max_total_bytes": 65536}
+
+    def test_bound_traceback_frames(self):
+        tb = {"type": "RecursionError", "message": "m",
+              "frames": [{"file": "<cell>", "line": i, "function": "f"} for i in range(10 ** 6)]}
+        b = h.bound_traceback(tb, self.L)
+        self.assertEqual(len(b["frames"]), 100)
+        self.assertEqual(b["frames"][49]["line"], 49)
+        self.assertEqual(b["frames"][50], h.omitted_frame(10 ** 6 - 99))
+        self.assertEqual(b["frames"][51]["line"], 10 ** 6 - 49)
+        self.assertEqual(h.bound_traceback(b, self.L), b)  # idempotent: the server does it again
+        small = {"type": "E", "message": "m", "frames": [{"file": "a", "line": 1, "function": "f"}]}
+        self.assertEqual(h.bound_traceback(small, self.L), small)
+        self.assertIsNone(h.bound_traceback("not a traceback", self.L))
+
+    def test_bound_traceback_bytes(self):
+        tb = {"type": "T" * 5000, "message": "m" * 100000, "frames": [
+            {"file": "f" * 5000, "line": "x", "function": "g" * 5000}] * 100 + ["junk"]}
+        b = h.bound_traceback(tb, self.L)
+        self.assertLessEqual(len(h.encode_json(b)), self.L["max_total_bytes"])
+        self.assertLessEqual(len(b["message"].encode()), 8192)
+        self.assertLessEqual(len(b["type"].encode()), 512)
+        self.assertTrue(all(f["line"] == 0 or f["file"] == "" for f in b["frames"]))
+        marker = [f for f in b["frames"] if f["file"] == "" and "omitted" in f["function"]]
+        self.assertEqual(len(marker), 1)
+
+    def test_deep_traceback_extracts_only_the_ends(self):
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(20000)
+        try:
+            def f(n):
+                return f(n + 1)
+            try:
+                f(0)
+            except RecursionError as e:
+                exc = e
+        finally:
+            sys.setrecursionlimit(limit)
+        tb = h.structured_traceback(exc, drop_files=(), max_frames=100)
+        self.assertEqual(len(tb["frames"]), 100)
+        self.assertIn("frames omitted", tb["frames"][50]["function"])
+        text = h.format_exception_trimmed(exc, drop_files=(), max_frames=100)
+        self.assertIn("frames omitted ...]", text)
+        self.assertTrue(text.endswith("RecursionError: maximum recursion depth exceeded\n"), text)
+        self.assertLess(len(text), 20000)
+        full = h.structured_traceback(exc, drop_files=())  # no bound: every frame
+        self.assertGreater(len(full["frames"]), 10000)
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class WalkTest(unittest.TestCase):
+    """The work dir walk survives any tree the code can build."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="harness-walk-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.dir])  # shutil.rmtree recurses
+
+    def p(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def test_odd_trees(self):
+        import socket as socket_mod
+        _write(self.p("top.txt"), "x")
+        os.mkdir(self.p("sub"))
+        _write(self.p("sub", "a.txt"), "a")
+        _write(os.fsencode(self.p("bad")) + b"\xff.txt", "b")
+        _write(self.p("new\nline.txt"), "n")
+        os.symlink("loop", self.p("loop"))
+        os.symlink(".", self.p("self"))
+        os.symlink("..", self.p("sub", "up"))
+        os.symlink("/etc/passwd", self.p("passwd"))
+        os.mkfifo(self.p("fifo"))
+        s = socket_mod.socket(socket_mod.AF_UNIX)
+        self.addCleanup(s.close)
+        s.bind(self.p("sock"))
+        with open(self.p("sparse"), "wb") as f:
+            f.truncate(1 << 40)
+        found, truncated = h.walk_regular_files(self.dir)
+        self.assertEqual([rel for rel, _ in found], ["sparse", "sub/a.txt", "top.txt"])
+        self.assertTrue(truncated)  # the two names that are no valid result path
+        self.assertEqual(found[0][1].st_size, 1 << 40)
+        # a FIFO is never opened (it would block); a sparse file is read only up to the bound
+        self.assertIsNone(h.read_regular(self.p("fifo"), 10))
+        self.assertIsNone(h.read_regular(self.p("passwd"), 10))
+        self.assertEqual(h.read_regular(self.p("sparse"), 5), bytes(5))
+
+        class Sender:
+            recs = []
+
+            def send(self, rec):
+                self.recs.append(rec)
+        sender = Sender()
+        cfg = {"max_count": 20, "max_total_bytes": 1 << 20}
+        self.assertTrue(h._collect_files(self.dir, {}, cfg, sender))
+        self.assertEqual([(r["path"], r["size"]) for r in sender.recs],
+                         [("sub/a.txt", 1), ("top.txt", 1)])
+        files, truncated = h.list_files(self.dir, 10)
+        self.assertEqual([f["path"] for f in files], ["sparse", "sub/a.txt", "top.txt"])
+        self.assertTrue(truncated)
+
+    def test_depth_and_count_bounds(self):
+        cwd = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            for _ in range(1000):  # 2000 bytes of path from the top: deeper than any bound
+                os.mkdir("d")
+                os.chdir("d")
+            _write("deep.txt", "deep")
+        finally:
+            os.chdir(cwd)
+        _write(self.p("top.txt"), "x")
+        found, truncated = h.walk_regular_files(self.dir)
+        self.assertEqual([rel for rel, _ in found], ["top.txt"])
+        self.assertTrue(truncated)
+        found, truncated = h.walk_regular_files(self.dir, max_depth=2000)
+        self.assertEqual(len(found), 1)  # 'd/'*1000 is longer than a result path may be
+        self.assertTrue(truncated)
+        many = self.p("many")
+        os.mkdir(many)
+        for i in range(300):
+            _write(os.path.join(many, "f%03d" % i), "")
+        found, truncated = h.walk_regular_files(many, max_entries=100)
+        self.assertEqual(len(found), 100)
+        self.assertTrue(truncated)
+        found, truncated = h.walk_regular_files(many)
+        self.assertEqual((len(found), truncated), (300, False))
+
+
+class ForkerTest(unittest.TestCase):
+    def test_fd_passing(self):
+        import socket as socket_mod
+        a, b = socket_mod.socketpair(socket_mod.AF_UNIX, socket_mod.SOCK_SEQPACKET)
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        r, w = os.pipe()
+        h.send_fds(a, b'{"pid": 7}', [r, w])
+        os.close(r)
+        os.close(w)
+        data, fds = h.recv_fds(b, 4096, 5)
+        self.assertEqual((data, len(fds)), (b'{"pid": 7}', 2))
+        os.write(fds[1], b"x")
+        self.assertEqual(os.read(fds[0], 1), b"x")
+        self.assertFalse(os.get_inheritable(fds[0]))
+        for fd in fds:
+            os.close(fd)
+
+
 BOOT = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"
         "exec(compile(b.read(n),'<harness>','exec'))")
 
@@ -835,6 +1015,41 @@ class ProcessModeTest(unittest.TestCase):
         pong = z.frames("pong")[-1][1]
         self.assertEqual((pong["ev"], pong["busy"]), ("pong", False))
         self.assertTrue(pong["memory_bytes"] is None or pong["memory_bytes"] > 0, pong)
+
+    def test_forged_records_are_checked(self):
+        z = Zygote(self)
+        z.frames("ready")
+        forge = ("import json, os, struct\n"
+                 "def forge(rec):\n"
+                 "    data = json.dumps(rec).encode()\n"
+                 "    for fd in range(3, 64):\n"
+                 "        try:\n"
+                 "            os.write(fd, struct.pack('>I', len(data)) + b'J' + data)\n"
+                 "        except OSError:\n"
+                 "            pass\n")
+        files = "".join("forge({'t': 'file', 'path': %r, 'size': 1, 'mime_type': 'text/plain', "
+                        "'data_b64': 'eA=='})\n" % p
+                        for p in ("../../etc/forged", "/etc/passwd", "a//b", "n\nl", "./x"))
+        out, err, ev = z.run(forge + files + "forge({'t': 'file', 'path': 'ok', 'size': 5, "
+                             "'mime_type': 'x', 'data_b64': 'eA=='})\n")
+        done = ev[-1]
+        self.assertEqual([e for e in ev if e["ev"] == "file"], [])
+        self.assertEqual((done["verdict"], done["files_truncated"]), ("ok", True), done)
+        z.frames("ready")
+        out, err, ev = z.run(forge + "forge({'t': 'internal', 'message': 'pwned by the code'})\n")
+        done = ev[-1]
+        self.assertEqual((done["verdict"], done["exit_code"], done["detail"]),
+                         ("error", 0, h.RUN_SIDE_FAILURE), done)
+        self.assertNotIn("pwned", json.dumps(ev))
+        z.frames("ready")
+        out, err, ev = z.run("import sys\nsys.setrecursionlimit(100000)\n"
+                             "def f(n):\n    return f(n + 1)\nf(0)\n", id="deep")
+        tb = ev[-1]["traceback"]
+        self.assertEqual((ev[-1]["verdict"], tb["type"], len(tb["frames"])),
+                         ("error", "RecursionError", 100))
+        self.assertIn("frames omitted", tb["frames"][50]["function"])
+        self.assertIn(b"frames omitted ...]", err)
+        self.assertLess(len(err), 20000)
 
     def test_limits_and_cancel(self):
         z = Zygote(self)
