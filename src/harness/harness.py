@@ -483,7 +483,7 @@ def bound_traceback(tb, limits):
 
     frames = tb.get("frames")
     frames = frames if isinstance(frames, list) else []
-    real, omitted = [], 0
+    real, omitted, marker_at = [], 0, None
     for f in frames:
         if not isinstance(f, dict):
             continue
@@ -492,6 +492,7 @@ def bound_traceback(tb, limits):
             m = _OMITTED_RE.match(f["function"])
         if m:  # a marker of an earlier bounding (U's own): its frames stay counted
             omitted += int(m.group(1))
+            marker_at = len(real) if marker_at is None else marker_at
         else:
             real.append(f)
     head_n = limits["max_frames"] // 2
@@ -503,9 +504,11 @@ def bound_traceback(tb, limits):
                 "function": text(f.get("function"), names)}
 
     def build(h, t):
-        if not omitted and h + t >= len(real):
-            return [clean(f) for f in real]
-        h, t = min(h, len(real)), min(t, max(len(real) - h, 0))
+        if h + t >= len(real):
+            if marker_at is None:
+                return [clean(f) for f in real]
+            h, t = marker_at, len(real) - marker_at  # the marker stays where it was
+        h, t = min(h, len(real)), min(t, max(len(real) - min(h, len(real)), 0))
         gap = len(real) - h - t
         return ([clean(f) for f in real[:h]] + [omitted_frame(gap + omitted)]
                 + [clean(f) for f in real[len(real) - t:]])

@@ -8,6 +8,7 @@
 #include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
 #include "sandbox/runner/harness_source.h"
+#include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
 
 namespace sandbox::runner {
@@ -26,6 +27,9 @@ json ParseFrameJson(std::string_view payload) {
 }
 
 constexpr std::size_t kStderrTailBytes = 4096;
+// The final expression's repr: the harness bounds it by value_max_chars (default 10000
+// characters, up to 4 bytes each); the server's own bound on top.
+constexpr std::size_t kMaxValueBytes = 64 << 10;
 // How often a run's read loop looks at cancellation and its deadline while output is quiet.
 constexpr auto kPollSlice = std::chrono::milliseconds(200);
 // A cancel the harness has not answered after this is re-sent once, then the container killed.
@@ -52,23 +56,6 @@ std::optional<std::int64_t> JsonInt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return std::nullopt;
   return it->get<std::int64_t>();
-}
-
-exec::Traceback ParseTraceback(const json& j) {
-  exec::Traceback tb;
-  tb.type = JsonString(j, "type");
-  tb.message = JsonString(j, "message");
-  if (auto it = j.find("frames"); it != j.end() && it->is_array()) {
-    for (const auto& f : *it) {
-      if (!f.is_object()) continue;
-      exec::TracebackFrame frame;
-      frame.file = JsonString(f, "file");
-      frame.line = static_cast<int>(JsonInt(f, "line").value_or(0));
-      frame.function = JsonString(f, "function");
-      tb.frames.push_back(std::move(frame));
-    }
-  }
-  return tb;
 }
 
 }  // namespace
@@ -174,6 +161,7 @@ Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) 
         {"dpi", out.figure_dpi}}},
       {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
       {"limits", LimitsJson(ResolveLimits(pool.limits))},
+      {"traceback", TracebackLimitsJson()},
   };
   SANDBOX_RETURN_IF_ERROR(SendJson(config, deadline));
   while (true) {
@@ -454,6 +442,8 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   } unlink{link};
 
   bool resent_cancel = false;
+  bool server_dropped_files = false;  // a file event failed the server's own checks
+  std::size_t file_bytes = 0;
   while (true) {
     const auto now = Clock::now();
     if (link->fired.load()) {
@@ -524,22 +514,45 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
     if (ev == "started") {
       observer.OnStarted();
     } else if (ev == "image") {
+      // Checked again here (the zygote checked the run's record): bounds of the pool's output.
+      const auto width = JsonInt(msg, "width").value_or(0);
+      const auto height = JsonInt(msg, "height").value_or(0);
+      const auto& out = setup_.output;
+      if (std::cmp_greater_equal(result.images.size(), out.max_figures) || width <= 0 ||
+          height <= 0 || width > out.max_figure_px || height > out.max_figure_px) {
+        if (logger_) logger_->warn("sandbox {}: dropped an image event out of bounds", Name());
+        continue;
+      }
       auto data = Base64Decode(JsonString(msg, "data_b64"));
       if (!data.ok()) continue;
       exec::Image image;
-      image.mime_type = JsonString(msg, "mime_type");
-      image.width = static_cast<int>(JsonInt(msg, "width").value_or(0));
-      image.height = static_cast<int>(JsonInt(msg, "height").value_or(0));
+      image.mime_type = "image/png";
+      image.width = static_cast<int>(width);
+      image.height = static_cast<int>(height);
       image.data = std::move(*data);
       observer.OnImage(image);
       result.images.push_back(std::move(image));
     } else if (ev == "file") {
+      // Checked again here (the zygote checked the run's record): a file failing a check is
+      // dropped and marked (files_truncated), never passed on.
+      std::string path = JsonString(msg, "path");
+      if (auto bad = ResultPathError(path); !bad.empty()) {
+        server_dropped_files = true;
+        if (logger_) logger_->warn("sandbox {}: dropped a file event whose path is {}", Name(), bad);
+        continue;
+      }
       auto data = Base64Decode(JsonString(msg, "data_b64"));
-      if (!data.ok()) continue;
+      const auto& out = setup_.output;
+      if (!data.ok() || std::cmp_greater_equal(result.files.size(), out.max_files) ||
+          std::cmp_greater(file_bytes + data->size(), out.max_files_bytes)) {
+        server_dropped_files = true;
+        continue;
+      }
+      file_bytes += data->size();
       exec::OutputFile file;
-      file.path = JsonString(msg, "path");
-      file.size = JsonInt(msg, "size").value_or(static_cast<std::int64_t>(data->size()));
-      file.mime_type = JsonString(msg, "mime_type");
+      file.path = std::move(path);
+      file.size = static_cast<std::int64_t>(data->size());
+      file.mime_type = CutText(JsonString(msg, "mime_type"), 200);
       file.data = std::move(*data);
       observer.OnFile(file);
       result.files.push_back(std::move(file));
@@ -559,10 +572,11 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       if (auto v = msg.find("value"); v != msg.end() && v->is_string())
         result.value = v->get<std::string>();
       if (auto tb = msg.find("traceback"); tb != msg.end() && tb->is_object()) {
-        result.traceback = ParseTraceback(*tb);
+        result.traceback = BoundedTraceback(*tb);
       }
+      if (result.value) result.value = CutText(*result.value, kMaxValueBytes);
       result.output_truncated = msg.value("output_truncated", false);
-      result.files_truncated = msg.value("files_truncated", false);
+      result.files_truncated = msg.value("files_truncated", false) || server_dropped_files;
       result.detail = JsonString(msg, "detail");
       if (result.verdict == exec::Verdict::kInternal)
         MarkBroken("internal verdict: " + result.detail);

@@ -7,6 +7,7 @@
 
 #include "sandbox/core/base64.h"
 #include "sandbox/runner/harness_sandbox.h"
+#include "sandbox/runner/result_checks.h"
 
 namespace sandbox::service {
 namespace {
@@ -584,12 +585,20 @@ Result<exec::SessionFileList> SessionManager::ListFiles(const std::string& princ
   auto reply = Op(s, json{{"op", "list_files"}});
   if (!reply.ok()) return reply.error();
   exec::SessionFileList out;
+  out.truncated = reply->value("truncated", false);
   if (auto it = reply->find("files"); it != reply->end() && it->is_array()) {
     for (const auto& f : *it) {
-      if (f.is_object()) out.files.push_back(ParseFileEntry(f));
+      if (!f.is_object()) continue;
+      auto entry = ParseFileEntry(f);
+      // Checked again here (the zygote checked the session's answer): an entry whose path
+      // is not a valid result path is dropped and marked, never passed on.
+      if (!runner::ResultPathError(entry.path).empty()) {
+        out.truncated = true;
+        continue;
+      }
+      out.files.push_back(std::move(entry));
     }
   }
-  out.truncated = reply->value("truncated", false);
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include "integration/service/shared_service.h"
 #include "sandbox/runner/sandbox_spec.h"
 #include "support/engine_fixture.h"
+#include "support/secret_scan.h"
 
 namespace sandbox::attack {
 namespace {
@@ -87,6 +88,29 @@ struct Attack {
     output_truncated = true;
     return *this;
   }
+  // The exact paths of the files returned, and files_truncated.
+  Attack& Files(std::vector<std::string> paths, bool truncated) {
+    file_paths = std::move(paths);
+    files_truncated = truncated;
+    return *this;
+  }
+  // How many files are returned (which ones the bounded walk saw is the file system's order).
+  Attack& FileCount(std::size_t n, bool truncated) {
+    file_count = n;
+    files_truncated = truncated;
+    return *this;
+  }
+  // A text that must appear nowhere in the result's detail (the code's own words).
+  Attack& DetailLacks(std::string s) {
+    detail_lacks = std::move(s);
+    return *this;
+  }
+  // The traceback is bounded: at most 100 frames with one "frames omitted" marker frame, and
+  // stderr stays small.
+  Attack& BoundedTraceback() {
+    bounded_traceback = true;
+    return *this;
+  }
   // In recycle mode the runs before and after the attack must be served by the same
   // container: the zygote survived, nothing had to be replaced.
   Attack& SameContainerAfter() {
@@ -109,6 +133,11 @@ struct Attack {
   std::optional<double> timeout_s;
   bool output_truncated = false;
   bool same_container_after = false;
+  std::optional<std::vector<std::string>> file_paths;
+  std::optional<std::size_t> file_count;
+  bool files_truncated = false;
+  std::optional<std::string> detail_lacks;
+  bool bounded_traceback = false;
   std::optional<std::string> next_code, next_stdout;
 };
 
@@ -512,6 +541,132 @@ std::vector<Attack> Attacks() {
           "print(sleepers(), __import__('threading').active_count())\n") +
           kHostname,
       "[False, False, False, False]\n-1 2\nFalse 3 False False\n0 1\n");
+
+  // -- signals to the run's own process group -------------------------------------------
+  // U leads its own session: kill(0) and killpg(getpgrp()) reach the run, never I, F or Z.
+  a.emplace_back("kill_own_group_sigkill",
+                 "harness: the run process leads its own session and process group",
+                 "import os, signal\nprint('x', flush=True)\nos.kill(0, signal.SIGKILL)\n",
+                 V::kSignal);
+  a.back().Signal(9).Stdout("x\n").SameContainerAfter();
+  a.emplace_back("kill_own_group_sigstop",
+                 "harness: own process group; the wall-clock deadline ends the stopped run",
+                 "import os, signal\nos.kill(0, signal.SIGSTOP)\nprint('unreachable')\n",
+                 V::kTimeout);
+  a.back().Timeout(2).Signal(9).Stdout("").SameContainerAfter();
+  a.emplace_back("killpg_own_group_sigterm", "harness: own process group",
+                 "import os, signal\nos.killpg(os.getpgrp(), signal.SIGTERM)\nprint('unreachable')\n",
+                 V::kSignal);
+  a.back().Signal(15).Stdout("").SameContainerAfter();
+
+  // -- forged result records: claims of the run, checked ------------------------------------
+  const std::string forge =
+      "import json, os, struct\n"
+      "def forge(rec):\n"
+      "    data = json.dumps(rec).encode()\n"
+      "    for fd in range(3, 64):\n"
+      "        try:\n"
+      "            os.write(fd, struct.pack('>I', len(data)) + b'J' + data)\n"
+      "        except OSError:\n"
+      "            pass\n"
+      "def file(path):\n"
+      "    forge({'t': 'file', 'path': path, 'size': 1, 'mime_type': 'text/plain',\n"
+      "           'data_b64': 'eA=='})\n";
+  a.emplace_back("forged_file_escaping_paths",
+                 "harness and server: result paths relative, normalized, inside the work dir",
+                 forge + "for p in ('../../etc/forged', '/etc/passwd', 'a/../../x', './x', 'a//b',\n"
+                         "          'nul\\x00byte', 'new\\nline', 'x' * 1100):\n"
+                         "    file(p)\nopen('real.txt', 'w').write('r')\n",
+                 V::kOk);
+  a.back().Files({"real.txt"}, true).Stdout("").SameContainerAfter();
+  a.emplace_back("forged_file_size_lies", "harness: size and data must agree",
+                 forge + "forge({'t': 'file', 'path': 'big', 'size': 10**12, 'mime_type': 'x',\n"
+                         "       'data_b64': 'eA=='})\n"
+                         "forge({'t': 'file', 'path': 'neg', 'size': -1, 'mime_type': 'x',\n"
+                         "       'data_b64': ''})\n",
+                 V::kOk);
+  a.back().Files({}, true).Stdout("");
+  a.emplace_back("forged_file_count", "harness: files_out.max_count (32 here)",
+                 forge + "for i in range(200):\n    file('f%03d' % i)\n", V::kOk);
+  a.back().Files([] {
+    std::vector<std::string> v;
+    for (int i = 0; i < 32; ++i) v.push_back("f0" + std::string(i < 10 ? "0" : "") + std::to_string(i));
+    return v;
+  }(), true);
+  a.emplace_back("forged_internal_record",
+                 "harness: a record of the run is a claim about itself (at most its own error); "
+                 "the server keeps the container",
+                 forge + "forge({'t': 'internal', 'message': 'pwned: attacker text'})\nprint('ok')\n",
+                 V::kError);
+  a.back().Stdout("ok\n").ExitCode(0).Detail("reported a failure after the code started")
+      .DetailLacks("pwned").SameContainerAfter();
+  a.emplace_back("forged_result_flood", "harness: result bytes bounded; the run's own error",
+                 forge + "big = 'A' * (8 << 20)\nfor _ in range(250):\n"
+                         "    forge({'t': 'image', 'width': 0, 'height': 0, 'data_b64': big})\n",
+                 V::kError);
+  a.back().Timeout(60).Signal(9).Detail("more result data than its limits allow").SameContainerAfter();
+
+  // -- bounded results -------------------------------------------------------------------------
+  a.emplace_back("million_frame_traceback",
+                 "harness and server: first and last frames kept, a marker for the rest",
+                 "import sys\nsys.setrecursionlimit(10**6)\n"
+                 "def f(n):\n    return f(n + 1)\nf(0)\n",
+                 V::kError);
+  a.back().Timeout(120).Exception("RecursionError", "maximum recursion depth").BoundedTraceback()
+      .SameContainerAfter();
+
+  // -- file collection survives any tree the code can build ----------------------------------
+  a.emplace_back("deep_tree", "harness: the walk is bounded in depth (32) and entries",
+                 "import os\nopen('top.txt', 'w').write('t')\n"
+                 "for _ in range(1000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+                 "open('deep.txt', 'w').write('deep')\n",
+                 V::kOk);
+  a.back().Files({"top.txt"}, true).Stdout("");
+  a.emplace_back("many_files", "harness: the walk looks at 10000 entries at most",
+                 "import os\nos.mkdir('m')\n"
+                 "for i in range(30000):\n    os.close(os.open('m/%05d' % i, os.O_CREAT | os.O_WRONLY))\n"
+                 "open('a.txt', 'w').write('a')\n",
+                 V::kOk);
+  a.back().Timeout(60).FileCount(32, true);
+  a.emplace_back("odd_names", "harness: names that are no valid result path are skipped, marked",
+                 "open(b'bad\\xff.txt', 'w').write('b')\nopen('new\\nline.txt', 'w').write('n')\n"
+                 "open('tab\\there', 'w').write('t')\nopen('ok.txt', 'w').write('ok')\n",
+                 V::kOk);
+  a.back().Files({"ok.txt"}, true).Stdout("");
+  a.emplace_back("links_fifos_sockets",
+                 "harness: symlinks not followed (loops), FIFOs never opened, sockets skipped",
+                 "import os, socket\nos.symlink('loop', 'loop')\nos.symlink('.', 'self')\n"
+                 "os.mkdir('d')\nos.symlink('..', 'd/up')\nos.symlink('/etc/passwd', 'passwd')\n"
+                 "os.mkfifo('fifo')\ns = socket.socket(socket.AF_UNIX)\ns.bind('sock')\n"
+                 "open('d/a.txt', 'w').write('a')\n",
+                 V::kOk);
+  a.back().Files({"d/a.txt"}, false).Stdout("");
+  a.emplace_back("sparse_file", "harness: a sparse file is read only up to its bounds",
+                 "with open('sparse.bin', 'wb') as f:\n    f.truncate(" + std::to_string(kFsizeBytes) +
+                     ")\nopen('small.txt', 'w').write('s')\n",
+                 V::kOk);
+  a.back().Files({"sparse.bin", "small.txt"}, false).Stdout("");
+  a.emplace_back("files_changing_while_read",
+                 "harness: a file growing or replaced while collected is read within bounds",
+                 "import os, threading\n"
+                 "def churn():\n"
+                 "    i = 0\n"
+                 "    while True:\n"
+                 "        with open('grow.txt', 'a') as f:\n"
+                 "            f.write('x' * 1000)\n"
+                 "        try:\n"
+                 "            os.unlink('swap')\n"
+                 "        except OSError:\n"
+                 "            pass\n"
+                 "        if i % 2:\n"
+                 "            os.mkfifo('swap')\n"
+                 "        else:\n"
+                 "            open('swap', 'w').write('s')\n"
+                 "        i += 1\n"
+                 "threading.Thread(target=churn, daemon=True).start()\n"
+                 "import time\ntime.sleep(0.2)\n",
+                 V::kOk);
+  a.back().Stdout("");
   return a;
 }
 
@@ -600,6 +755,30 @@ TEST_P(AttackTest, Run) {
     EXPECT_FALSE(r.signal.has_value()) << Describe(r);
   }
   EXPECT_EQ(r.output_truncated, attack.output_truncated) << Describe(r);
+  if (attack.file_paths) {
+    std::vector<std::string> paths;
+    for (const auto& f : r.files) paths.push_back(f.path);
+    EXPECT_EQ(paths, *attack.file_paths) << Describe(r);
+    EXPECT_EQ(r.files_truncated, attack.files_truncated) << Describe(r);
+  }
+  if (attack.file_count) {
+    EXPECT_EQ(r.files.size(), *attack.file_count) << Describe(r);
+    EXPECT_EQ(r.files_truncated, attack.files_truncated) << Describe(r);
+  }
+  if (attack.detail_lacks) {
+    EXPECT_THAT(r.detail, ::testing::Not(HasSubstr(*attack.detail_lacks))) << Describe(r);
+  }
+  if (attack.bounded_traceback) {
+    ASSERT_TRUE(r.traceback.has_value()) << Describe(r);
+    EXPECT_EQ(r.traceback->frames.size(), 100U);
+    int markers = 0;
+    for (const auto& f : r.traceback->frames) {
+      markers += f.function.find("frames omitted ...]") != std::string::npos ? 1 : 0;
+    }
+    EXPECT_EQ(markers, 1) << "no single omitted-frames marker";
+    EXPECT_LT(r.stderr_text.size(), 64U << 10);
+    EXPECT_THAT(r.stderr_text, HasSubstr("frames omitted ...]"));
+  }
   if (attack.output_truncated) {
     EXPECT_THAT(r.stdout_text,
                 ::testing::EndsWith("\n[output truncated: limit of 1048576 bytes reached]\n"));
@@ -642,6 +821,32 @@ INSTANTIATE_TEST_SUITE_P(Attacks, AttackTest, ::testing::ValuesIn(AllParams()),
                          [](const ::testing::TestParamInfo<Param>& param_info) {
                            return std::string(config::PoolModeName(param_info.param.mode)) + "_" +
                                   AllAttacks()[param_info.param.index].name;
+                         });
+
+// -- no run sees another run's data (Secrets: tests/support/secret_scan.h) -----------------
+
+class CrossRunTest : public AttackTest {};
+
+TEST_P(CrossRunTest, NoRunSeesAnotherRunsData) {
+  const sandbox::testing::Secrets secrets("run");
+  auto a = RunCode(service(), secrets.ProducerCode(), {}, secrets.InputFiles());
+  ASSERT_EQ(a.verdict, exec::Verdict::kOk) << Describe(a);
+  ASSERT_EQ(a.stdout_text, secrets.Out() + "\n");
+  ASSERT_EQ(a.value, "'" + secrets.Value() + "'");
+  ASSERT_EQ(a.files.size(), 1U) << Describe(a);
+  EXPECT_EQ(a.files[0].data, secrets.Ret());
+  exec::LimitOverrides limits;
+  limits.timeout_s = 120;  // reading some 500 MB of address space on a busy machine
+  auto b = RunCode(service(), secrets.ScannerCode(), limits);
+  EXPECT_EQ(b.verdict, exec::Verdict::kOk) << Describe(b);
+  EXPECT_EQ(b.stdout_text, sandbox::testing::kNothingFound) << Describe(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, CrossRunTest,
+                         ::testing::Values(Param{config::PoolMode::kRecycle, 0},
+                                           Param{config::PoolMode::kFresh, 0}),
+                         [](const ::testing::TestParamInfo<Param>& param_info) {
+                           return std::string(config::PoolModeName(param_info.param.mode));
                          });
 
 // The containers the server creates, as the engine sees them: no Docker socket, uid 10001,

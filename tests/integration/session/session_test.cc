@@ -7,10 +7,12 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/runner/sandbox_spec.h"
 #include "sandbox/service/session_manager.h"
 #include "support/engine_fixture.h"
+#include "support/secret_scan.h"
 
 namespace sandbox::service {
 namespace {
@@ -189,6 +191,86 @@ TEST_F(SessionTest, FilesGoInComeOutAndAreListed) {
   auto after = sessions_->ListFiles("alice", id);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->files.size(), 2U);
+}
+
+// Neither a restarted session nor another session sees anything of a session's data: every run
+// process is forked by the harness's forker, which never held a request.
+TEST_F(SessionTest, NoSessionSeesAnotherSessionsData) {
+  Build();
+  const sandbox::testing::Secrets secrets("session");
+  auto id = NewSession();
+  auto put = sessions_->PutFiles("alice", id, {{"in.csv", secrets.Input()}});
+  ASSERT_TRUE(put.ok()) << put.error().ToString();
+  auto a = Run(id, secrets.ProducerCode());
+  ASSERT_EQ(a.verdict, exec::Verdict::kOk) << a.detail << a.stderr_text;
+  ASSERT_EQ(a.stdout_text, secrets.Out() + "\n");
+  ASSERT_EQ(a.files.size(), 1U);
+  auto reset = Run(id, "import os\nos._exit(0)");
+  EXPECT_TRUE(reset.session_reset) << reset.detail;
+  auto b = Run(id, secrets.ScannerCode(), 120);
+  EXPECT_EQ(b.verdict, exec::Verdict::kOk) << b.detail << b.stderr_text;
+  EXPECT_EQ(b.stdout_text, sandbox::testing::kNothingFound) << b.stderr_text;
+  auto other = NewSession("bob");
+  auto c = Run(other, secrets.ScannerCode(), 120, {}, "bob");
+  EXPECT_EQ(c.verdict, exec::Verdict::kOk) << c.detail << c.stderr_text;
+  EXPECT_EQ(c.stdout_text, sandbox::testing::kNothingFound) << c.stderr_text;
+}
+
+// A cell's records are claims about itself, checked; tracebacks are bounded; list_files and the
+// files out survive any tree the code builds.
+TEST_F(SessionTest, ClaimsAreCheckedAndOddTreesListed) {
+  Build();
+  auto id = NewSession();
+  const std::string forge =
+      "import json, os, struct\n"
+      "def forge(rec):\n"
+      "    data = json.dumps(rec).encode()\n"
+      "    for fd in range(3, 64):\n"
+      "        try:\n"
+      "            os.write(fd, struct.pack('>I', len(data)) + b'J' + data)\n"
+      "        except OSError:\n"
+      "            pass\n";
+  auto files = Run(id, forge +
+                           "for p in ('../../etc/forged', '/etc/passwd', './x', 'a//b', 'n\\nl'):\n"
+                           "    forge({'t': 'file', 'path': p, 'size': 1, 'mime_type': 'x',\n"
+                           "           'data_b64': 'eA=='})\n"
+                           "open('real.txt', 'w').write('r')\n");
+  EXPECT_EQ(files.verdict, exec::Verdict::kOk) << files.detail << files.stderr_text;
+  ASSERT_EQ(files.files.size(), 1U);
+  EXPECT_EQ(files.files[0].path, "real.txt");
+  EXPECT_TRUE(files.files_truncated);
+  auto internal = Run(id, "forge({'t': 'internal', 'message': 'pwned: attacker text'})\n");
+  EXPECT_EQ(internal.verdict, exec::Verdict::kError);
+  EXPECT_THAT(internal.detail, ::testing::Not(HasSubstr("pwned"))) << internal.detail;
+  EXPECT_FALSE(internal.session_reset);
+
+  auto deep = Run(id, "import sys\nsys.setrecursionlimit(200000)\n"
+                      "def f(n):\n    return f(n + 1)\nf(0)\n", 120);
+  EXPECT_EQ(deep.verdict, exec::Verdict::kError) << deep.detail;
+  ASSERT_TRUE(deep.traceback.has_value());
+  EXPECT_EQ(deep.traceback->type, "RecursionError");
+  EXPECT_EQ(deep.traceback->frames.size(), 100U);
+  EXPECT_LT(deep.stderr_text.size(), 64U << 10);
+  EXPECT_FALSE(deep.session_reset);
+
+  auto tree = Run(id,
+                  "import os, socket\nos.mkdir('t')\nos.chdir('t')\n"
+                  "open(b'bad\\xff.txt', 'w').write('b')\nopen('new\\nline', 'w').write('n')\n"
+                  "os.symlink('loop', 'loop')\nos.symlink('.', 'self')\nos.mkfifo('fifo')\n"
+                  "s = socket.socket(socket.AF_UNIX)\ns.bind('sock')\n"
+                  "open('ok.txt', 'w').write('ok')\n"
+                  "for _ in range(1000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+                  "open('deep.txt', 'w').write('deep')\nos.chdir('/tmp/work')\n");
+  EXPECT_EQ(tree.verdict, exec::Verdict::kOk) << tree.detail << tree.stderr_text;
+  ASSERT_EQ(tree.files.size(), 1U);
+  EXPECT_EQ(tree.files[0].path, "t/ok.txt");
+  EXPECT_TRUE(tree.files_truncated);
+  auto list = sessions_->ListFiles("alice", id);
+  ASSERT_TRUE(list.ok()) << list.error().ToString();
+  std::vector<std::string> paths;
+  for (const auto& f : list->files) paths.push_back(f.path);
+  EXPECT_THAT(paths, ::testing::ElementsAre("real.txt", "t/ok.txt"));
+  EXPECT_TRUE(list->truncated);
 }
 
 TEST_F(SessionTest, OversizedUploadAndDownloadAreRefusedClearly) {

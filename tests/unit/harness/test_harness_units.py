@@ -768,6 +768,10 @@ class ResultChecksTest(unittest.TestCase):
         small = {"type": "E", "message": "m", "frames": [{"file": "a", "line": 1, "function": "f"}]}
         self.assertEqual(h.bound_traceback(small, self.L), small)
         self.assertIsNone(h.bound_traceback("not a traceback", self.L))
+        marked = {"type": "E", "message": "m", "frames": [
+            {"file": "a", "line": 1, "function": "f"}, h.omitted_frame(5000),
+            {"file": "a", "line": 2, "function": "g"}]}
+        self.assertEqual(h.bound_traceback(marked, self.L), marked)  # the marker stays put
 
     def test_bound_traceback_bytes(self):
         tb = {"type": "T" * 5000, "message": "m" * 100000, "frames": [

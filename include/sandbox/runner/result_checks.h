@@ -1,0 +1,42 @@
+// The server's own checks of what a run reports through the harness (defence in depth: the
+// zygote checks the run process's records first, but the run's code shares a process with the
+// harness code that writes them). The bounds are owned here; the traceback bounds are sent to
+// the harness in its config (docs/harness-protocol.md, "Trust" and "Limits").
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/exec/run_types.h"
+
+namespace sandbox::runner {
+
+struct ResultLimits {
+  int traceback_max_frames = 100;  // the first and last halves kept, one marker frame between
+  std::size_t traceback_max_message_bytes = 8192;
+  std::size_t traceback_max_name_bytes = 512;     // type, file and function of a frame
+  std::size_t traceback_max_total_bytes = 65536;  // all of it (frames dropped from the middle)
+  std::size_t path_max_bytes = 1024;              // a result file path
+  std::size_t name_max_bytes = 255;               // one component of it
+};
+
+inline constexpr ResultLimits kResultLimits{};
+
+// Why `path` is not a valid result path, "" when it is one: relative, normalized (no empty,
+// "." or ".." component), valid UTF-8 without control characters, within the byte bounds.
+std::string ResultPathError(std::string_view path, const ResultLimits& limits = kResultLimits);
+
+// `text` cut to at most `max_bytes` at a UTF-8 boundary, ending " [... N bytes omitted]".
+std::string CutText(std::string_view text, std::size_t max_bytes);
+
+// The harness's `done.traceback` bounded by `limits` (frames beyond the bound become one frame
+// "[... N frames omitted ...]" with an empty file and line 0, as the harness marks them).
+exec::Traceback BoundedTraceback(const nlohmann::json& j, const ResultLimits& limits = kResultLimits);
+
+// The `traceback` object of the harness's config.
+nlohmann::json TracebackLimitsJson(const ResultLimits& limits = kResultLimits);
+
+}  // namespace sandbox::runner
