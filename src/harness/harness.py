@@ -2520,7 +2520,7 @@ def _proc_state(pid):
         return b""
 
 
-def kill_all_but(spare, rounds=100):
+def kill_all_but(spare, rounds=100, children=None):
     """SIGKILL to every process this one may signal except `spare` (kill(-1) would also spare
     only the caller and PID 1: with docker-init as PID 1 it would kill the zygote). Repeated until
     a scan finds no live process left (bounded: a fork loop cannot outrun SIGKILL for long)."""
@@ -2540,7 +2540,7 @@ def kill_all_but(spare, rounds=100):
                 continue
             if _proc_state(pid) not in (b"Z", b"X", b""):
                 live += 1
-        _reap_nohang()
+        _reap_nohang(children)
         if not live:
             return
         time.sleep(0.005)
@@ -2565,10 +2565,10 @@ class _ForkerState:
         self.__dict__.update(kw)
 
 
-def _forker_cleanup(fs):
+def _forker_cleanup(fs, children=None):
     """isolate=false: what the last run left (processes, /tmp, /dev/shm, queues, work dir)."""
     if fs.in_container:
-        kill_all_but({1, fs.zygote_pid, os.getpid()})
+        kill_all_but({1, fs.zygote_pid, os.getpid()}, children=children)
         remove_tree_contents("/tmp", keep=fs.tmp_keep)
         remove_tree_contents("/dev/shm")
         remove_tree_contents("/dev/mqueue")  # unlinking a queue's file is mq_unlink
@@ -2622,7 +2622,7 @@ def _forker_main(sock, fs):
         try:
             if cmd in (FORKER_PREPARE_ISOLATED, FORKER_PREPARE_PROCESS):
                 if cmd == FORKER_PREPARE_PROCESS:
-                    _forker_cleanup(fs)
+                    _forker_cleanup(fs, children)
                 pid, fds = _forker_spawn(fs, cmd == FORKER_PREPARE_ISOLATED, children)
                 try:
                     send_fds(sock, encode_json({"pid": pid}), fds)
@@ -2631,10 +2631,10 @@ def _forker_main(sock, fs):
                         os.close(fd)
             elif cmd == FORKER_SWEEP:
                 if fs.in_container:
-                    kill_all_but({1, fs.zygote_pid, os.getpid()})
+                    kill_all_but({1, fs.zygote_pid, os.getpid()}, children=children)
                 sock.send(encode_json({"ok": True}))
             elif cmd == FORKER_CLEANUP:
-                _forker_cleanup(fs)
+                _forker_cleanup(fs, children)
                 sock.send(encode_json({"ok": True}))
             else:
                 sock.send(encode_json({"error": "unknown forker command %r" % cmd}))

@@ -538,7 +538,8 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       std::string path = JsonString(msg, "path");
       if (auto bad = ResultPathError(path); !bad.empty()) {
         server_dropped_files = true;
-        if (logger_) logger_->warn("sandbox {}: dropped a file event whose path is {}", Name(), bad);
+        if (logger_)
+          logger_->warn("sandbox {}: dropped a file event whose path is {}", Name(), bad);
         continue;
       }
       auto data = Base64Decode(JsonString(msg, "data_b64"));

@@ -101,9 +101,8 @@ std::string ResultPathError(std::string_view path, const ResultLimits& limits) {
 std::string CutText(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return std::string(text);
   auto marker = [](std::size_t n) { return " [... " + std::to_string(n) + " bytes omitted]"; };
-  const std::size_t room = max_bytes > marker(text.size()).size()
-                               ? max_bytes - marker(text.size()).size()
-                               : 0;
+  const std::size_t room =
+      max_bytes > marker(text.size()).size() ? max_bytes - marker(text.size()).size() : 0;
   // Back up to a character boundary (never inside a UTF-8 sequence).
   std::size_t keep = room;
   while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
@@ -148,8 +147,7 @@ exec::Traceback BoundedTraceback(const json& j, const ResultLimits& limits) {
         t = real.size() - h;
       }
       tb.frames.assign(real.begin(), real.begin() + static_cast<std::ptrdiff_t>(h));
-      tb.frames.push_back(
-          OmittedFrame(static_cast<std::int64_t>(real.size() - h - t) + omitted));
+      tb.frames.push_back(OmittedFrame(static_cast<std::int64_t>(real.size() - h - t) + omitted));
       tb.frames.insert(tb.frames.end(), real.end() - static_cast<std::ptrdiff_t>(t), real.end());
     }
     if (ApproxBytes(tb) <= limits.traceback_max_total_bytes || head + tail == 0) return tb;

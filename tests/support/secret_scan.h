@@ -28,7 +28,7 @@ struct Secrets {
     token = tag + hex;
   }
   std::string token;
-  std::string Code() const { return "sk-live-" + token; }    // in A's code
+  std::string Code() const { return "sk-live-" + token; }      // in A's code
   std::string Input() const { return "csv-secret-" + token; }  // A's input file
   std::string Out() const { return "out-secret-" + token; }    // A's stdout (built at run time)
   std::string Value() const { return "val-secret-" + token; }  // A's value
@@ -78,6 +78,8 @@ def scan(where, data):
         if pat.search(data):
             found.add(name + '@' + where)
 mem = 0
+import ctypes
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: the run's own /proc/self/mem
 fd = os.open('/proc/self/mem', os.O_RDONLY)
 for line in open('/proc/self/maps').read().splitlines():
     parts = line.split()

@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/exec/run_types.h"
 
@@ -34,7 +33,8 @@ std::string CutText(std::string_view text, std::size_t max_bytes);
 
 // The harness's `done.traceback` bounded by `limits` (frames beyond the bound become one frame
 // "[... N frames omitted ...]" with an empty file and line 0, as the harness marks them).
-exec::Traceback BoundedTraceback(const nlohmann::json& j, const ResultLimits& limits = kResultLimits);
+exec::Traceback BoundedTraceback(const nlohmann::json& j,
+                                 const ResultLimits& limits = kResultLimits);
 
 // The `traceback` object of the harness's config.
 nlohmann::json TracebackLimitsJson(const ResultLimits& limits = kResultLimits);

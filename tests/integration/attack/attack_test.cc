@@ -544,19 +544,19 @@ std::vector<Attack> Attacks() {
 
   // -- signals to the run's own process group -------------------------------------------
   // U leads its own session: kill(0) and killpg(getpgrp()) reach the run, never I, F or Z.
-  a.emplace_back("kill_own_group_sigkill",
-                 "harness: the run process leads its own session and process group",
-                 "import os, signal\nprint('x', flush=True)\nos.kill(0, signal.SIGKILL)\n",
-                 V::kSignal);
+  a.emplace_back(
+      "kill_own_group_sigkill", "harness: the run process leads its own session and process group",
+      "import os, signal\nprint('x', flush=True)\nos.kill(0, signal.SIGKILL)\n", V::kSignal);
   a.back().Signal(9).Stdout("x\n").SameContainerAfter();
   a.emplace_back("kill_own_group_sigstop",
                  "harness: own process group; the wall-clock deadline ends the stopped run",
                  "import os, signal\nos.kill(0, signal.SIGSTOP)\nprint('unreachable')\n",
                  V::kTimeout);
   a.back().Timeout(2).Signal(9).Stdout("").SameContainerAfter();
-  a.emplace_back("killpg_own_group_sigterm", "harness: own process group",
-                 "import os, signal\nos.killpg(os.getpgrp(), signal.SIGTERM)\nprint('unreachable')\n",
-                 V::kSignal);
+  a.emplace_back(
+      "killpg_own_group_sigterm", "harness: own process group",
+      "import os, signal\nos.killpg(os.getpgrp(), signal.SIGTERM)\nprint('unreachable')\n",
+      V::kSignal);
   a.back().Signal(15).Stdout("").SameContainerAfter();
 
   // -- forged result records: claims of the run, checked ------------------------------------
@@ -574,37 +574,56 @@ std::vector<Attack> Attacks() {
       "           'data_b64': 'eA=='})\n";
   a.emplace_back("forged_file_escaping_paths",
                  "harness and server: result paths relative, normalized, inside the work dir",
-                 forge + "for p in ('../../etc/forged', '/etc/passwd', 'a/../../x', './x', 'a//b',\n"
-                         "          'nul\\x00byte', 'new\\nline', 'x' * 1100):\n"
-                         "    file(p)\nopen('real.txt', 'w').write('r')\n",
+                 forge +
+                     "for p in ('../../etc/forged', '/etc/passwd', 'a/../../x', './x', 'a//b',\n"
+                     "          'nul\\x00byte', 'new\\nline', 'x' * 1100):\n"
+                     "    file(p)\nopen('real.txt', 'w').write('r')\n",
                  V::kOk);
   a.back().Files({"real.txt"}, true).Stdout("").SameContainerAfter();
   a.emplace_back("forged_file_size_lies", "harness: size and data must agree",
-                 forge + "forge({'t': 'file', 'path': 'big', 'size': 10**12, 'mime_type': 'x',\n"
-                         "       'data_b64': 'eA=='})\n"
-                         "forge({'t': 'file', 'path': 'neg', 'size': -1, 'mime_type': 'x',\n"
-                         "       'data_b64': ''})\n",
+                 forge +
+                     "forge({'t': 'file', 'path': 'big', 'size': 10**12, 'mime_type': 'x',\n"
+                     "       'data_b64': 'eA=='})\n"
+                     "forge({'t': 'file', 'path': 'neg', 'size': -1, 'mime_type': 'x',\n"
+                     "       'data_b64': ''})\n",
                  V::kOk);
   a.back().Files({}, true).Stdout("");
   a.emplace_back("forged_file_count", "harness: files_out.max_count (32 here)",
                  forge + "for i in range(200):\n    file('f%03d' % i)\n", V::kOk);
-  a.back().Files([] {
-    std::vector<std::string> v;
-    for (int i = 0; i < 32; ++i) v.push_back("f0" + std::string(i < 10 ? "0" : "") + std::to_string(i));
-    return v;
-  }(), true);
-  a.emplace_back("forged_internal_record",
-                 "harness: a record of the run is a claim about itself (at most its own error); "
-                 "the server keeps the container",
-                 forge + "forge({'t': 'internal', 'message': 'pwned: attacker text'})\nprint('ok')\n",
-                 V::kError);
-  a.back().Stdout("ok\n").ExitCode(0).Detail("reported a failure after the code started")
-      .DetailLacks("pwned").SameContainerAfter();
+  a.back().Files(
+      [] {
+        std::vector<std::string> v;
+        for (int i = 0; i < 32; ++i)
+          v.push_back("f0" + std::string(i < 10 ? "0" : "") + std::to_string(i));
+        return v;
+      }(),
+      true);
+  a.emplace_back(
+      "forged_internal_record",
+      "harness: a record of the run is a claim about itself (at most its own error); "
+      "the server keeps the container",
+      forge + "forge({'t': 'internal', 'message': 'pwned: attacker text'})\nprint('ok')\n",
+      V::kError);
+  a.back()
+      .Stdout("ok\n")
+      .ExitCode(0)
+      .Detail("reported a failure after the code started")
+      .DetailLacks("pwned")
+      .SameContainerAfter();
   a.emplace_back("forged_result_flood", "harness: result bytes bounded; the run's own error",
-                 forge + "big = 'A' * (8 << 20)\nfor _ in range(250):\n"
-                         "    forge({'t': 'image', 'width': 0, 'height': 0, 'data_b64': big})\n",
+                 "import os\nbig = b'\\xff' * (64 << 20)\n"
+                 "for _ in range(32):\n"  // 2 GiB: past the pool's result budget (1.4 GiB)
+                 "    for fd in range(3, 64):\n"
+                 "        try:\n"
+                 "            os.write(fd, big)\n"
+                 "        except OSError:\n"
+                 "            pass\n",
                  V::kError);
-  a.back().Timeout(60).Signal(9).Detail("more result data than its limits allow").SameContainerAfter();
+  a.back()
+      .Timeout(60)
+      .Signal(9)
+      .Detail("more result data than its limits allow")
+      .SameContainerAfter();
 
   // -- bounded results -------------------------------------------------------------------------
   a.emplace_back("million_frame_traceback",
@@ -612,7 +631,10 @@ std::vector<Attack> Attacks() {
                  "import sys\nsys.setrecursionlimit(10**6)\n"
                  "def f(n):\n    return f(n + 1)\nf(0)\n",
                  V::kError);
-  a.back().Timeout(120).Exception("RecursionError", "maximum recursion depth").BoundedTraceback()
+  a.back()
+      .Timeout(120)
+      .Exception("RecursionError", "maximum recursion depth")
+      .BoundedTraceback()
       .SameContainerAfter();
 
   // -- file collection survives any tree the code can build ----------------------------------
@@ -622,11 +644,12 @@ std::vector<Attack> Attacks() {
                  "open('deep.txt', 'w').write('deep')\n",
                  V::kOk);
   a.back().Files({"top.txt"}, true).Stdout("");
-  a.emplace_back("many_files", "harness: the walk looks at 10000 entries at most",
-                 "import os\nos.mkdir('m')\n"
-                 "for i in range(30000):\n    os.close(os.open('m/%05d' % i, os.O_CREAT | os.O_WRONLY))\n"
-                 "open('a.txt', 'w').write('a')\n",
-                 V::kOk);
+  a.emplace_back(
+      "many_files", "harness: the walk looks at 10000 entries at most",
+      "import os\nos.mkdir('m')\n"
+      "for i in range(30000):\n    os.close(os.open('m/%05d' % i, os.O_CREAT | os.O_WRONLY))\n"
+      "open('a.txt', 'w').write('a')\n",
+      V::kOk);
   a.back().Timeout(60).FileCount(32, true);
   a.emplace_back("odd_names", "harness: names that are no valid result path are skipped, marked",
                  "open(b'bad\\xff.txt', 'w').write('b')\nopen('new\\nline.txt', 'w').write('n')\n"
@@ -642,10 +665,10 @@ std::vector<Attack> Attacks() {
                  V::kOk);
   a.back().Files({"d/a.txt"}, false).Stdout("");
   a.emplace_back("sparse_file", "harness: a sparse file is read only up to its bounds",
-                 "with open('sparse.bin', 'wb') as f:\n    f.truncate(" + std::to_string(kFsizeBytes) +
-                     ")\nopen('small.txt', 'w').write('s')\n",
+                 "with open('sparse.bin', 'wb') as f:\n    f.truncate(" +
+                     std::to_string(kFsizeBytes) + ")\nopen('small.txt', 'w').write('s')\n",
                  V::kOk);
-  a.back().Files({"sparse.bin", "small.txt"}, false).Stdout("");
+  a.back().Files({"small.txt", "sparse.bin"}, false).Stdout("");
   a.emplace_back("files_changing_while_read",
                  "harness: a file growing or replaced while collected is read within bounds",
                  "import os, threading\n"

@@ -244,8 +244,10 @@ TEST_F(SessionTest, ClaimsAreCheckedAndOddTreesListed) {
   EXPECT_THAT(internal.detail, ::testing::Not(HasSubstr("pwned"))) << internal.detail;
   EXPECT_FALSE(internal.session_reset);
 
-  auto deep = Run(id, "import sys\nsys.setrecursionlimit(200000)\n"
-                      "def f(n):\n    return f(n + 1)\nf(0)\n", 120);
+  auto deep = Run(id,
+                  "import sys\nsys.setrecursionlimit(200000)\n"
+                  "def f(n):\n    return f(n + 1)\nf(0)\n",
+                  120);
   EXPECT_EQ(deep.verdict, exec::Verdict::kError) << deep.detail;
   ASSERT_TRUE(deep.traceback.has_value());
   EXPECT_EQ(deep.traceback->type, "RecursionError");

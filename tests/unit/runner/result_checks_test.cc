@@ -11,8 +11,8 @@ namespace {
 using nlohmann::json;
 
 TEST(ResultPathTest, ValidPathsPass) {
-  for (const std::string& p : std::vector<std::string>{"a", "a/b.txt", "dir/sub/\xc3\xa9.csv",
-                                                       std::string(255, 'x')}) {
+  for (const std::string& p :
+       std::vector<std::string>{"a", "a/b.txt", "dir/sub/\xc3\xa9.csv", std::string(255, 'x')}) {
     EXPECT_EQ(ResultPathError(p), "") << p;
   }
 }
@@ -23,7 +23,7 @@ TEST(ResultPathTest, ForgedPathsAreRefused) {
         std::string("a/../b"), std::string("./a"), std::string("a//b"), std::string("a/"),
         std::string("a\0b", 3), std::string("new\nline"), std::string("del\x7f"),
         std::string("bad\xff.txt"), std::string("\xed\xb3\xbf"),  // an encoded surrogate
-        std::string("\xc0\xaf"),                                 // an overlong '/'
+        std::string("\xc0\xaf"),                                  // an overlong '/'
         std::string(1025, 'x'), "a/" + std::string(256, 'y')}) {
     EXPECT_NE(ResultPathError(p), "") << p;
   }
