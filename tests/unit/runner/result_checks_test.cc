@@ -18,7 +18,7 @@ TEST(ResultPathTest, ValidPathsPass) {
 }
 
 TEST(ResultPathTest, ForgedPathsAreRefused) {
-  for (const std::string p :
+  for (const std::string& p :
        {std::string(), std::string("/etc/passwd"), std::string("../../etc/forged"),
         std::string("a/../b"), std::string("./a"), std::string("a//b"), std::string("a/"),
         std::string("a\0b", 3), std::string("new\nline"), std::string("del\x7f"),
