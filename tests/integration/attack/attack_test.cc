@@ -593,8 +593,10 @@ std::vector<Attack> Attacks() {
   a.back().Files(
       [] {
         std::vector<std::string> v;
-        for (int i = 0; i < 32; ++i)
+        v.reserve(32);
+        for (int i = 0; i < 32; ++i) {
           v.push_back("f0" + std::string(i < 10 ? "0" : "") + std::to_string(i));
+        }
         return v;
       }(),
       true);
