@@ -10,7 +10,7 @@
 //   so timing tells nothing about which); otherwise 401 with WWW-Authenticate: Bearer.
 // - Principal(): whom a request acts for, the key of session ownership: the name of its token
 //   ("default" for `token`), or "local" when the server has no token at all.
-// - Exempt paths (/healthz by default) skip every check, for health probes.
+// - Exempt paths (/healthz by default) skip every check but peer_allowed, for health probes.
 //
 // Thread-safety: immutable after construction; Check() is safe from any thread.
 #pragma once
@@ -42,6 +42,9 @@ struct GuardOptions {
   std::vector<std::string> allowed_origins;  // e.g. "https://app.example.com"
   std::vector<std::string> exempt_paths = {"/healthz"};
   std::map<std::string, std::string> tokens;  // more bearer tokens: principal name -> token
+  // Whether a connection from remote address:port may be served at all (checked first, exempt
+  // paths included): behind the ConnectionGuard, only its own connections are. Empty: any.
+  std::function<bool(std::string_view remote_addr, int remote_port)> peer_allowed;
 };
 
 struct Rejection {
