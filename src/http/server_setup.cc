@@ -70,7 +70,7 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
                          OwnRefusalMessage(req, res.status, max_body));
     return httplib::Server::HandlerResponse::Handled;
   }));
-  guard.Install(server);
+  guard.Install(server, options.peer_allowed);
 }
 
 void ListenSocketOptions(int sock) {

@@ -325,11 +325,11 @@ int main(int argc, char** argv) {
   // The public port: the connection guard reads each request under limits and forwards it to
   // cpp-httplib on an internal loopback port, which serves the guard's connections only.
   std::unique_ptr<sandbox::http::ConnectionGuard> front;
-  sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{
-      config.server.token, config.server.allowed_hosts, config.server.allowed_origins,
-      {"/healthz"}, config.server.tokens, [&front](std::string_view addr, int port) {
-        return front != nullptr && front->IsGuardPeer(addr, port);
-      }});
+  sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{config.server.token,
+                                                                config.server.allowed_hosts,
+                                                                config.server.allowed_origins,
+                                                                {"/healthz"},
+                                                                config.server.tokens});
   sandbox::http::HttpServerOptions http_options;
   http_options.threads = config.server.http_threads;
   // A worker per stream slot on top of http_threads: open streams never starve other requests.
@@ -338,6 +338,9 @@ int main(int argc, char** argv) {
       static_cast<std::size_t>(config.server.max_streams),
       static_cast<std::size_t>(sandbox::config::StreamsPerPrincipal(config)));
   http_options.max_body_bytes = config.server.max_body_bytes;
+  http_options.peer_allowed = [&front](std::string_view addr, int port) {
+    return front != nullptr && front->IsGuardPeer(addr, port);
+  };
   httplib::Server http;
   sandbox::http::ConfigureHttpServer(http, http_options, guard);
 

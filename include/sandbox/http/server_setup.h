@@ -36,6 +36,8 @@ struct HttpServerOptions {
   // seconds (docker stop allows 10). Reconnecting on loopback costs nothing.
   int keep_alive_timeout_s = 3;
   std::size_t keep_alive_max_requests = 1000;
+  // The peers served (RequestGuard::Install): the ConnectionGuard's connections. Empty: any.
+  PeerCheck peer_allowed;
 };
 
 // `guard` must outlive the server (the pre-routing handler refers to it).

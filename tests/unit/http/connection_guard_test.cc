@@ -118,12 +118,11 @@ int StatusOf(const std::string& response) {
 class GuardTest : public ::testing::Test {
  protected:
   void Start(ConnectionGuardOptions options = {}) {
-    GuardOptions guard_options;
-    guard_options.peer_allowed = [this](std::string_view addr, int port) {
+    request_guard_ = std::make_unique<RequestGuard>(GuardOptions{});
+    HttpServerOptions http_options;
+    http_options.peer_allowed = [this](std::string_view addr, int port) {
       return front_ != nullptr && front_->IsGuardPeer(addr, port);
     };
-    request_guard_ = std::make_unique<RequestGuard>(guard_options);
-    HttpServerOptions http_options;
     http_options.threads = 8;
     http_options.max_body_bytes = options.head.max_body_bytes;
     ConfigureHttpServer(http_, http_options, *request_guard_);
