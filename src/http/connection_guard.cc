@@ -74,7 +74,9 @@ std::string AddressText(const sockaddr_storage& ss) {
 }
 
 // A refusal with no limit behind it beyond what the message says.
-Refusal Plain(int status, std::string message) { return Refusal{status, std::move(message), "", 0}; }
+Refusal Plain(int status, std::string message) {
+  return Refusal{status, std::move(message), "", 0};
+}
 
 Refusal CapRefusal(const char* what, const char* limit, int value) {
   return Refusal{503,
@@ -277,8 +279,7 @@ void ConnectionGuard::Impl::Accept(Clock::time_point now) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop accepting for a moment instead of spinning on the backlog.
-        logger_->warn("connection guard: accept failed ({}); pausing accepts",
-                      ErrnoText(errno));
+        logger_->warn("connection guard: accept failed ({}); pausing accepts", ErrnoText(errno));
         epoll_event ev{};
         ev.data.ptr = &listener_tag_;
         ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_.get(), &ev);
@@ -295,10 +296,10 @@ void ConnectionGuard::Impl::Accept(Clock::time_point now) {
     }
     int& from_ip = per_ip_[ip];
     if (from_ip >= options_.max_connections_per_ip) {
-      RefuseAtAccept(fd, CapRefusal("this address has as many connections open as the server "
-                                    "serves from one address",
-                                    "server.max_connections_per_ip",
-                                    options_.max_connections_per_ip));
+      RefuseAtAccept(fd,
+                     CapRefusal("this address has as many connections open as the server "
+                                "serves from one address",
+                                "server.max_connections_per_ip", options_.max_connections_per_ip));
       continue;
     }
     ++from_ip;
@@ -361,8 +362,7 @@ void ConnectionGuard::Impl::OnClient(Conn& c, std::uint32_t events, Clock::time_
 
 void ConnectionGuard::Impl::ReadClient(Conn& c, Clock::time_point now) {
   std::array<char, kReadChunk> buf{};
-  if (c.state == Conn::State::kForwarding ||
-      (c.state == Conn::State::kClosing && !c.lingering)) {
+  if (c.state == Conn::State::kForwarding || (c.state == Conn::State::kClosing && !c.lingering)) {
     // Only a hang-up is watched for here: the client is gone, so is its request (cancelled).
     Close(c);
     return;
@@ -415,12 +415,13 @@ void ConnectionGuard::Impl::Advance(Conn& c, Clock::time_point now) {
     const auto body = static_cast<std::size_t>(c.head.content_length);
     if (body > 0) {
       if (buffered_ + body > options_.max_buffered_bytes) {
-        Refuse(c,
-               Refusal{503,
-                       "Service Unavailable: the request bodies being received at once "
-                       "already fill the server's buffer; retry later",
-                       "max_buffered_bytes", static_cast<std::int64_t>(options_.max_buffered_bytes)},
-               now, "Retry-After: 1\r\n");
+        Refuse(
+            c,
+            Refusal{503,
+                    "Service Unavailable: the request bodies being received at once "
+                    "already fill the server's buffer; retry later",
+                    "max_buffered_bytes", static_cast<std::int64_t>(options_.max_buffered_bytes)},
+            now, "Retry-After: 1\r\n");
         return;
       }
       buffered_ += body;
@@ -480,11 +481,10 @@ void ConnectionGuard::Impl::Forward(Conn& c, Clock::time_point now) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(upstream_port_));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (!up.valid() ||
-      (::connect(up.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
-       errno != EINPROGRESS)) {
-    logger_->warn("connection guard: cannot connect to the internal port {}: {}",
-                  upstream_port_, ErrnoText(errno));
+  if (!up.valid() || (::connect(up.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
+                      errno != EINPROGRESS)) {
+    logger_->warn("connection guard: cannot connect to the internal port {}: {}", upstream_port_,
+                  ErrnoText(errno));
     Refuse(c, Plain(502, "Bad Gateway: the server's request handler cannot be reached"), now);
     return;
   }
@@ -531,8 +531,8 @@ void ConnectionGuard::Impl::OnUpstream(Conn& c, std::uint32_t events, Clock::tim
 
 void ConnectionGuard::Impl::FlushUpstream(Conn& c) {
   while (c.up_sent < c.up_out.size()) {
-    const ssize_t n = ::send(c.up.get(), c.up_out.data() + c.up_sent, c.up_out.size() - c.up_sent,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(c.up.get(), c.up_out.data() + c.up_sent, c.up_out.size() - c.up_sent, MSG_NOSIGNAL);
     if (n > 0) {
       c.up_sent += static_cast<std::size_t>(n);
       continue;
@@ -565,9 +565,9 @@ void ConnectionGuard::Impl::ReadUpstream(Conn& c, Clock::time_point now) {
         }
         continue;
       }
-      auto head = RewriteResponseHead(std::string_view(c.up_in).substr(0, end),
-                                      c.head.method == "HEAD", c.head.keep_alive,
-                                      c.head.version == "HTTP/1.0");
+      auto head =
+          RewriteResponseHead(std::string_view(c.up_in).substr(0, end), c.head.method == "HEAD",
+                              c.head.keep_alive, c.head.version == "HTTP/1.0");
       if (!head) {
         Refuse(c, Plain(502, "Bad Gateway: the server's response is not HTTP/1.x"), now);
         return;
@@ -593,9 +593,8 @@ void ConnectionGuard::Impl::RelayBody(Conn& c, std::string_view data, Clock::tim
       ResponseDone(c, true, now);
       return;
     case BodyFraming::kLength: {
-      const auto take =
-          static_cast<std::size_t>(std::min<std::int64_t>(c.body_remaining,
-                                                          static_cast<std::int64_t>(data.size())));
+      const auto take = static_cast<std::size_t>(
+          std::min<std::int64_t>(c.body_remaining, static_cast<std::int64_t>(data.size())));
       c.out.append(data.substr(0, take));
       c.body_remaining -= static_cast<std::int64_t>(take);
       if (c.body_remaining == 0) ResponseDone(c, true, now);
@@ -799,11 +798,10 @@ Result<std::unique_ptr<ConnectionGuard>> ConnectionGuard::Listen(
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints,
-                             &found);
+  if (int rc =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
       rc != 0) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "cannot resolve " + host + ": " + ::gai_strerror(rc));
+    return Error(ErrorCode::kInvalidArgument, "cannot resolve " + host + ": " + ::gai_strerror(rc));
   }
   Fd listener;
   int last_errno = 0;

@@ -11,8 +11,21 @@ namespace {
 bool IsTokenChar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-    case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;
@@ -107,13 +120,17 @@ HeadReader::Outcome HeadReader::Scan(std::string_view input) {
     ++lines_;
     line_start_ = scanned_ + 1;
     if (lines_ - 1 > limits_.max_headers) {
-      return Limit(431, "Request Header Fields Too Large: more header fields than the server "
-                   "accepts", "server.max_headers", limits_.max_headers);
+      return Limit(431,
+                   "Request Header Fields Too Large: more header fields than the server "
+                   "accepts",
+                   "server.max_headers", limits_.max_headers);
     }
   }
   if (scanned_ > limits_.max_head_bytes) {
-    return Limit(431, "Request Header Fields Too Large: the request head is larger than the "
-                 "server accepts", "server.max_header_bytes", limits_.max_head_bytes);
+    return Limit(431,
+                 "Request Header Fields Too Large: the request head is larger than the "
+                 "server accepts",
+                 "server.max_header_bytes", limits_.max_head_bytes);
   }
   // The line being received is already too long: refuse it before it ends.
   const std::size_t max = lines_ == 0 ? limits_.max_request_line : limits_.max_header_line;
@@ -159,8 +176,7 @@ std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
     if (u <= 0x20 || u == 0x7f) return BadRequest("the request target contains a control byte");
   }
   if (out.version != "HTTP/1.1" && out.version != "HTTP/1.0") {
-    return Refusal{505, "HTTP Version Not Supported: only HTTP/1.0 and HTTP/1.1 are served", "",
-                   0};
+    return Refusal{505, "HTTP Version Not Supported: only HTTP/1.0 and HTTP/1.1 are served", "", 0};
   }
   std::optional<std::string_view> connection;
   for (std::size_t i = 1; i < lines.size(); ++i) {
@@ -199,9 +215,9 @@ std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
     out.headers.emplace_back(std::string(name), std::string(value));
   }
   if (out.content_length > limits.max_body_bytes) {
-    return Limit(413, "Payload Too Large: the request body (" +
-                          std::to_string(out.content_length) +
-                          " bytes) is larger than the server accepts",
+    return Limit(413,
+                 "Payload Too Large: the request body (" + std::to_string(out.content_length) +
+                     " bytes) is larger than the server accepts",
                  "server.max_body_bytes", static_cast<std::size_t>(limits.max_body_bytes));
   }
   if (out.version == "HTTP/1.0") {
@@ -214,23 +230,40 @@ std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 416: return "Range Not Satisfiable";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
+    case 100:
+      return "Continue";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 416:
+      return "Range Not Satisfiable";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
   }
 }
 

@@ -42,8 +42,9 @@ std::optional<ResponseHead> RewriteResponseHead(std::string_view head, bool head
     const auto colon = field.find(':');
     const std::string name =
         detail::Lower(colon == std::string_view::npos ? field : field.substr(0, colon));
-    const std::string_view value =
-        colon == std::string_view::npos ? std::string_view{} : detail::Trim(field.substr(colon + 1));
+    const std::string_view value = colon == std::string_view::npos
+                                       ? std::string_view{}
+                                       : detail::Trim(field.substr(colon + 1));
     if (name == "connection" || name == "keep-alive") continue;
     if (name == "transfer-encoding" && detail::Lower(value).find("chunked") != std::string::npos) {
       chunked = true;

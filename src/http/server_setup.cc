@@ -61,15 +61,15 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
   const std::int64_t max_body = options.max_body_bytes;
   server.set_error_handler(httplib::Server::HandlerWithResponse(
       [max_body](const httplib::Request& req, httplib::Response& res) {
-    // An exception's what() is no business of the client's.
-    res.headers.erase("EXCEPTION_WHAT");
-    if (!res.body.empty() || res.content_length_ > 0 || res.content_provider_) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    detail::SendRpcError(res, res.status, mcp::rpc_code::kServerError,
-                         OwnRefusalMessage(req, res.status, max_body));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+        // An exception's what() is no business of the client's.
+        res.headers.erase("EXCEPTION_WHAT");
+        if (!res.body.empty() || res.content_length_ > 0 || res.content_provider_) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        detail::SendRpcError(res, res.status, mcp::rpc_code::kServerError,
+                             OwnRefusalMessage(req, res.status, max_body));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   guard.Install(server, options.peer_allowed);
 }
 

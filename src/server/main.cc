@@ -2,9 +2,9 @@
 // Everything is constructed here and passed down; nothing is global.
 #include <httplib.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>

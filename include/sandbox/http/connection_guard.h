@@ -77,9 +77,10 @@ struct ConnectionGuardStats {
 class ConnectionGuard {
  public:
   // Listens on host:port (port 0: a free one) and forwards to 127.0.0.1:upstream_port.
-  static Result<std::unique_ptr<ConnectionGuard>> Listen(
-      const std::string& host, int port, int upstream_port, ConnectionGuardOptions options,
-      std::shared_ptr<spdlog::logger> logger);
+  static Result<std::unique_ptr<ConnectionGuard>> Listen(const std::string& host, int port,
+                                                         int upstream_port,
+                                                         ConnectionGuardOptions options,
+                                                         std::shared_ptr<spdlog::logger> logger);
   ~ConnectionGuard();
   ConnectionGuard(const ConnectionGuard&) = delete;
   ConnectionGuard& operator=(const ConnectionGuard&) = delete;

@@ -38,15 +38,15 @@ struct HeadLimits {
 // What was wrong with a request, as the guard answers it.
 struct Refusal {
   int status = 400;
-  std::string message;  // says what was wrong and, for a limit, its value and name
-  std::string limit;    // the configuration name of the limit ("server.max_headers"), or ""
+  std::string message;     // says what was wrong and, for a limit, its value and name
+  std::string limit;       // the configuration name of the limit ("server.max_headers"), or ""
   std::int64_t value = 0;  // the limit's value
 };
 
 struct RequestHead {
   std::string method;
-  std::string target;   // origin-form ("/mcp?x=1")
-  std::string version;  // "HTTP/1.1" or "HTTP/1.0"
+  std::string target;                                        // origin-form ("/mcp?x=1")
+  std::string version;                                       // "HTTP/1.1" or "HTTP/1.0"
   std::vector<std::pair<std::string, std::string>> headers;  // as received, values trimmed
   std::int64_t content_length = 0;
   bool has_content_length = false;

@@ -45,8 +45,17 @@ class ChunkedBodyEnd {
   bool failed() const { return state_ == State::kFailed; }
 
  private:
-  enum class State { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailer, kDone,
-                     kFailed };
+  enum class State {
+    kSize,
+    kExtension,
+    kSizeLf,
+    kData,
+    kDataCr,
+    kDataLf,
+    kTrailer,
+    kDone,
+    kFailed
+  };
   State state_ = State::kSize;
   std::uint64_t remaining_ = 0;
   int size_digits_ = 0;

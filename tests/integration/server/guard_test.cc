@@ -145,7 +145,9 @@ double RunPrintOne(int port) {
 
 TEST_F(ServerGuardTest, IdleAndTricklingConnectionsHoldNoWorkerNorGrowTheServer) {
   RunPrintOne(server_->port());  // warm: the first run pays one-time costs
+  ASSERT_TRUE(WaitFor([] { return server_->Ready(/*idle=*/1); }, seconds(120)));
   const double baseline_ms = RunPrintOne(server_->port());
+  ASSERT_TRUE(WaitFor([] { return server_->Ready(/*idle=*/1); }, seconds(120)));
   const ProcStatus before = StatusOf(server_->pid());
 
   std::vector<std::unique_ptr<Raw>> idle;
@@ -176,8 +178,7 @@ TEST_F(ServerGuardTest, IdleAndTricklingConnectionsHoldNoWorkerNorGrowTheServer)
   const double loaded_ms = RunPrintOne(server_->port());
   const ProcStatus during = StatusOf(server_->pid());
   std::cout << "print(1) via /v1/execute: " << baseline_ms << " ms alone, " << loaded_ms
-            << " ms with " << kIdle << " idle and " << kTrickling
-            << " trickling connections open\n"
+            << " ms with " << kIdle << " idle and " << kTrickling << " trickling connections open\n"
             << "server threads " << before.threads << " -> " << during.threads << ", RSS "
             << before.rss_kib << " -> " << during.rss_kib << " KiB\n";
   EXPECT_GT(loaded_ms, 0);
@@ -204,14 +205,14 @@ TEST_F(ServerGuardTest, IdleAndTricklingConnectionsHoldNoWorkerNorGrowTheServer)
 
 TEST_F(ServerGuardTest, OversizedHeadsGet431Or414WithJsonNamingTheLimit) {
   std::string big = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-  for (int i = 0; i < 8; ++i) big += "X-Big-" + std::to_string(i) + ": " + std::string(6000, 'a') + "\r\n";
+  for (int i = 0; i < 8; ++i)
+    big += "X-Big-" + std::to_string(i) + ": " + std::string(6000, 'a') + "\r\n";
   const std::string too_big = Exchange(big + "\r\n");
   EXPECT_EQ(too_big.rfind("HTTP/1.1 431", 0), 0u) << too_big;
   EXPECT_EQ(JsonBody(too_big)["error"]["data"]["limit"], "server.max_header_bytes") << too_big;
 
-  const std::string line =
-      Exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Line: " + std::string(9000, 'a') +
-               "\r\n\r\n");
+  const std::string line = Exchange(
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Line: " + std::string(9000, 'a') + "\r\n\r\n");
   EXPECT_EQ(line.rfind("HTTP/1.1 431", 0), 0u) << line;
   EXPECT_EQ(JsonBody(line)["error"]["data"]["limit"], "max_header_line") << line;
 

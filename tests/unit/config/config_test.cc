@@ -245,7 +245,8 @@ TEST(ConfigTest, ConnectionGuardLimitsAreReadWithDocumentedDefaultsAndBounded) {
   const Bad bad[] = {
       {"server.max_header_bytes", [](ServerConfig& s) { s.max_header_bytes = 4096; }},
       {"server.max_headers", [](ServerConfig& s) { s.max_headers = 0; }},
-      {"server.header_timeout_s", [](ServerConfig& s) { s.header_timeout = std::chrono::seconds(0); }},
+      {"server.header_timeout_s",
+       [](ServerConfig& s) { s.header_timeout = std::chrono::seconds(0); }},
       {"server.body_timeout_s", [](ServerConfig& s) { s.body_timeout = std::chrono::seconds(0); }},
       {"server.idle_timeout_s", [](ServerConfig& s) { s.idle_timeout = std::chrono::seconds(0); }},
       {"server.max_connections", [](ServerConfig& s) { s.max_connections = 0; }},

@@ -133,14 +133,15 @@ class GuardTest : public ::testing::Test {
       res.set_content(req.body, "application/octet-stream");
     });
     http_.Get("/chunked", [](const httplib::Request&, httplib::Response& res) {
-      res.set_chunked_content_provider("text/plain", [](std::size_t offset, httplib::DataSink& sink) {
-        if (offset < 30) {
-          sink.write("0123456789", 10);
-        } else {
-          sink.done();
-        }
-        return true;
-      });
+      res.set_chunked_content_provider("text/plain",
+                                       [](std::size_t offset, httplib::DataSink& sink) {
+                                         if (offset < 30) {
+                                           sink.write("0123456789", 10);
+                                         } else {
+                                           sink.done();
+                                         }
+                                         return true;
+                                       });
     });
     http_.Get("/stream", [this](const httplib::Request&, httplib::Response& res) {
       res.set_chunked_content_provider("text/event-stream",
@@ -207,8 +208,8 @@ TEST_F(GuardTest, ForwardsRequestsAndKeepsTheClientsConnection) {
 TEST_F(GuardTest, TheClientCannotForgeItsForwardedAddress) {
   Start();
   Raw client(port());
-  ASSERT_TRUE(client.Send(
-      "GET /hello HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: 10.1.2.3\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Send("GET /hello HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: 10.1.2.3\r\n\r\n"));
   EXPECT_EQ(BodyOf(client.ReadResponse()), "hello 127.0.0.1");
 }
 
@@ -296,15 +297,17 @@ TEST_F(GuardTest, RefusesABodyOverTheLimitBeforeItIsSentAndAnswersExpectContinue
   EXPECT_EQ(body["error"]["data"]["value"], 1000);
 
   Raw expect(port());
-  ASSERT_TRUE(expect.Send(
-      "POST /echo HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"));
+  ASSERT_TRUE(
+      expect.Send("POST /echo HTTP/1.1\r\nHost: localhost\r\nExpect: "
+                  "100-continue\r\nContent-Length: 3\r\n\r\n"));
   EXPECT_EQ(StatusOf(expect.ReadResponse()), 100);
   ASSERT_TRUE(expect.Send("xyz"));
   EXPECT_EQ(BodyOf(expect.ReadResponse()), "xyz");
 
   Raw chunked(port());
-  ASSERT_TRUE(chunked.Send(
-      "POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      chunked.Send("POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: "
+                   "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
   EXPECT_EQ(StatusOf(chunked.ReadResponse()), 411);
 }
 

@@ -82,7 +82,8 @@ TEST(HeadReaderTest, AHeadLargerThanTheLimitIs431NamingIt) {
   HeadLimits limits;
   limits.max_head_bytes = 16 * 1024;
   std::string input = "GET / HTTP/1.1\r\n";
-  for (int i = 0; i < 4; ++i) input += "X-" + std::to_string(i) + ": " + std::string(5000, 'v') + "\r\n";
+  for (int i = 0; i < 4; ++i)
+    input += "X-" + std::to_string(i) + ": " + std::string(5000, 'v') + "\r\n";
   input += "\r\n";
   auto outcome = ScanAll(input, limits);
   ASSERT_NE(RefusalOf(outcome), nullptr);
@@ -194,8 +195,8 @@ TEST(ResponseFramingTest, RewritesTheConnectionHeaderForTheClient) {
   auto old = RewriteResponseHead(head, false, true, true);
   EXPECT_NE(old->rewritten.find("Connection: keep-alive\r\n"), std::string::npos);
   // Without framing the body ends at the close, so the client's connection closes too.
-  auto unframed = RewriteResponseHead("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", false, true,
-                                      false);
+  auto unframed =
+      RewriteResponseHead("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", false, true, false);
   EXPECT_EQ(unframed->framing, BodyFraming::kUntilClose);
   EXPECT_NE(unframed->rewritten.find("Connection: close"), std::string::npos);
   auto head_request = RewriteResponseHead(head, true, true, false);
