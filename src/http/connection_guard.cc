@@ -27,8 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kMaxResponseHead = 64 * 1024;  // cpp-httplib's heads are far smaller
+constexpr std::size_t kReadChunk = std::size_t{16} << 10;
+constexpr std::size_t kMaxResponseHead = std::size_t{64}
+                                         << 10;  // cpp-httplib's heads are far smaller
 constexpr auto kSweepInterval = std::chrono::milliseconds(100);
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
@@ -151,13 +152,13 @@ struct Conn {
 
 class ConnectionGuard::Impl {
  public:
-  Impl(Fd listener, Fd epoll, Fd wake, int upstream_port, ConnectionGuardOptions options,
+  Impl(Fd listener, Fd epoll, Fd wake, int upstream_port, const ConnectionGuardOptions& options,
        std::shared_ptr<spdlog::logger> logger)
       : listener_(std::move(listener)),
         epoll_(std::move(epoll)),
         wake_(std::move(wake)),
         upstream_port_(upstream_port),
-        options_(std::move(options)),
+        options_(options),
         logger_(std::move(logger)),
         peer_ports_(65536) {}
 
@@ -406,7 +407,7 @@ void ConnectionGuard::Impl::Advance(Conn& c, Clock::time_point now) {
       return;
     }
     c.head_bytes = std::get<HeadReader::Complete>(outcome).head_bytes;
-    auto parsed = ParseRequestHead(std::string_view(c.in).substr(0, c.head_bytes), options_.head);
+    auto parsed = ParseRequestHead(std::string_view{c.in}.substr(0, c.head_bytes), options_.head);
     if (auto* refusal = std::get_if<Refusal>(&parsed)) {
       Refuse(c, *refusal, now);
       return;
@@ -566,7 +567,7 @@ void ConnectionGuard::Impl::ReadUpstream(Conn& c, Clock::time_point now) {
         continue;
       }
       auto head =
-          RewriteResponseHead(std::string_view(c.up_in).substr(0, end), c.head.method == "HEAD",
+          RewriteResponseHead(std::string_view{c.up_in}.substr(0, end), c.head.method == "HEAD",
                               c.head.keep_alive, c.head.version == "HTTP/1.0");
       if (!head) {
         Refuse(c, Plain(502, "Bad Gateway: the server's response is not HTTP/1.x"), now);
@@ -839,7 +840,7 @@ Result<std::unique_ptr<ConnectionGuard>> ConnectionGuard::Listen(
     return Error(ErrorCode::kInternal, "cannot create the guard's epoll: " + ErrnoText(errno));
   }
   auto impl = std::make_unique<Impl>(std::move(listener), std::move(epoll), std::move(wake),
-                                     upstream_port, std::move(options), std::move(logger));
+                                     upstream_port, options, std::move(logger));
   return std::unique_ptr<ConnectionGuard>(new ConnectionGuard(std::move(impl), bound_port));
 }
 

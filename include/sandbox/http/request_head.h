@@ -28,8 +28,8 @@ inline constexpr std::size_t kHttplibMaxRequestLine = 8192;
 inline constexpr std::size_t kHttplibMaxHeaderLine = 8192;
 
 struct HeadLimits {
-  std::size_t max_head_bytes = 32 * 1024;  // request line + headers + blank line (431)
-  std::size_t max_headers = 100;           // header fields (431)
+  std::size_t max_head_bytes = std::size_t{32} << 10;  // request line + headers + blank line (431)
+  std::size_t max_headers = 100;                       // header fields (431)
   std::size_t max_request_line = kHttplibMaxRequestLine;  // 414
   std::size_t max_header_line = kHttplibMaxHeaderLine;    // one header field (431)
   std::int64_t max_body_bytes = 8LL << 20;                // Content-Length beyond it: 413
