@@ -492,7 +492,7 @@ Status Validate(const Config& config) {
     return Invalid("per_principal.runs_per_minute", "must be 0-1000000 (0: no rate limit)");
   }
   // A head must hold the longest request line and header line cpp-httplib accepts (8 KiB).
-  if (s.max_header_bytes < 8 * 1024 || s.max_header_bytes > 1024 * 1024) {
+  if (s.max_header_bytes < 8192 || s.max_header_bytes > 1048576) {
     return Invalid("server.max_header_bytes", "must be 8192-1048576");
   }
   if (s.max_headers < 8 || s.max_headers > 1000) {

@@ -46,7 +46,7 @@ class Raw {
     sockaddr_in local{};
     local.sin_family = AF_INET;
     ::inet_pton(AF_INET, from, &local.sin_addr);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+    bound_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -57,7 +57,7 @@ class Raw {
   Raw(const Raw&) = delete;
   Raw& operator=(const Raw&) = delete;
 
-  bool connected() const { return connected_; }
+  bool connected() const { return bound_ && connected_; }
   bool Send(const std::string& data) {
     return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
   }
@@ -79,6 +79,7 @@ class Raw {
 
  private:
   int fd_ = -1;
+  bool bound_ = false;
   bool connected_ = false;
 };
 

@@ -38,7 +38,7 @@ class Raw {
       sockaddr_in local{};
       local.sin_family = AF_INET;
       ::inet_pton(AF_INET, from, &local.sin_addr);
-      ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+      bound_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0;
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -92,7 +92,7 @@ class Raw {
     return true;
   }
   const std::string& buffered() const { return buffer_; }
-  bool connected() const { return connected_; }
+  bool connected() const { return bound_ && connected_; }
 
  private:
   bool Fill() {
@@ -103,6 +103,7 @@ class Raw {
     return true;
   }
   int fd_ = -1;
+  bool bound_ = true;
   bool connected_ = false;
   std::string buffer_;
 };
@@ -187,7 +188,7 @@ class GuardTest : public ::testing::Test {
   std::atomic<bool> stream_cancelled_{false};
 };
 
-const std::string kGetHello = "GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n";
+const char* const kGetHello = "GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n";
 
 TEST_F(GuardTest, ForwardsRequestsAndKeepsTheClientsConnection) {
   Start();
@@ -199,7 +200,8 @@ TEST_F(GuardTest, ForwardsRequestsAndKeepsTheClientsConnection) {
   EXPECT_EQ(first.find("Connection: close"), std::string::npos) << first;
   // The same connection serves more, pipelined ones included, with bodies.
   ASSERT_TRUE(client.Send(
-      "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nabcde" + kGetHello));
+      std::string("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nabcde") +
+      kGetHello));
   const std::string echo = client.ReadResponse();
   EXPECT_EQ(BodyOf(echo), "abcde");
   EXPECT_EQ(StatusOf(client.ReadResponse()), 200);
@@ -216,7 +218,8 @@ TEST_F(GuardTest, TheClientCannotForgeItsForwardedAddress) {
 TEST_F(GuardTest, RelaysChunkedResponsesAndKeepsTheConnection) {
   Start();
   Raw client(port());
-  ASSERT_TRUE(client.Send("GET /chunked HTTP/1.1\r\nHost: localhost\r\n\r\n" + kGetHello));
+  ASSERT_TRUE(
+      client.Send(std::string("GET /chunked HTTP/1.1\r\nHost: localhost\r\n\r\n") + kGetHello));
   // The whole chunked body, then the next response on the same connection.
   ASSERT_TRUE(client.ReadUntil("hello 127.0.0.1")) << client.buffered();
   const std::string& all = client.buffered();

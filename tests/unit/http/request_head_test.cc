@@ -80,7 +80,7 @@ TEST(HeadReaderTest, MoreHeadersThanTheLimitAre431NamingIt) {
 
 TEST(HeadReaderTest, AHeadLargerThanTheLimitIs431NamingIt) {
   HeadLimits limits;
-  limits.max_head_bytes = 16 * 1024;
+  limits.max_head_bytes = 16384;
   std::string input = "GET / HTTP/1.1\r\n";
   for (int i = 0; i < 4; ++i)
     input += "X-" + std::to_string(i) + ": " + std::string(5000, 'v') + "\r\n";
