@@ -214,6 +214,8 @@ TEST(ConfigTest, ADeeplyNestedConfigFileIsAClearError) {
   EXPECT_NE(cl.error().message().find("deeper than 64 levels"), std::string::npos)
       << cl.error().message();
   std::remove(path.c_str());
+}
+
 TEST(ConfigTest, ConnectionGuardLimitsAreReadWithDocumentedDefaultsAndBounded) {
   const Config defaults;
   EXPECT_EQ(defaults.server.max_header_bytes, 32 * 1024);
