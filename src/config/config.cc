@@ -201,6 +201,13 @@ Status ApplyServer(const json& doc, const std::string& path, ServerConfig& serve
   SANDBOX_RETURN_IF_ERROR(r.Read("max_mcp_sessions", server.max_mcp_sessions));
   SANDBOX_RETURN_IF_ERROR(r.Read("mcp_session_idle_timeout_s", server.mcp_session_idle_timeout));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_body_bytes", server.max_body_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_header_bytes", server.max_header_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_headers", server.max_headers));
+  SANDBOX_RETURN_IF_ERROR(r.Read("header_timeout_s", server.header_timeout));
+  SANDBOX_RETURN_IF_ERROR(r.Read("body_timeout_s", server.body_timeout));
+  SANDBOX_RETURN_IF_ERROR(r.Read("idle_timeout_s", server.idle_timeout));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_connections", server.max_connections));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_connections_per_ip", server.max_connections_per_ip));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_origins", server.allowed_origins));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_hosts", server.allowed_hosts));
   return r.RejectUnknown();
@@ -483,6 +490,29 @@ Status Validate(const Config& config) {
   }
   if (pp.runs_per_minute < 0 || pp.runs_per_minute > 1000000) {
     return Invalid("per_principal.runs_per_minute", "must be 0-1000000 (0: no rate limit)");
+  }
+  // A head must hold the longest request line and header line cpp-httplib accepts (8 KiB).
+  if (s.max_header_bytes < 8192 || s.max_header_bytes > 1048576) {
+    return Invalid("server.max_header_bytes", "must be 8192-1048576");
+  }
+  if (s.max_headers < 8 || s.max_headers > 1000) {
+    return Invalid("server.max_headers", "must be 8-1000");
+  }
+  if (s.header_timeout.count() < 1 || s.header_timeout.count() > 300) {
+    return Invalid("server.header_timeout_s", "must be 1-300");
+  }
+  if (s.body_timeout.count() < 1 || s.body_timeout.count() > 3600) {
+    return Invalid("server.body_timeout_s", "must be 1-3600");
+  }
+  if (s.idle_timeout.count() < 1 || s.idle_timeout.count() > 3600) {
+    return Invalid("server.idle_timeout_s", "must be 1-3600");
+  }
+  // Each connection costs a descriptor, and up to two more while a request is served.
+  if (s.max_connections < 1 || s.max_connections > 100000) {
+    return Invalid("server.max_connections", "must be 1-100000");
+  }
+  if (s.max_connections_per_ip < 1 || s.max_connections_per_ip > s.max_connections) {
+    return Invalid("server.max_connections_per_ip", "must be 1 to server.max_connections");
   }
   const auto& d = config.docker;
   if (d.host.rfind("unix://", 0) != 0 && d.host.rfind("tcp://", 0) != 0) {

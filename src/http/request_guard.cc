@@ -144,8 +144,15 @@ std::optional<Rejection> RequestGuard::Check(std::string_view path, std::string_
   return std::nullopt;
 }
 
-void RequestGuard::Install(httplib::Server& server) const {
-  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) const {
+  server.set_pre_routing_handler([this, peer_allowed = std::move(peer_allowed)](
+                                     const httplib::Request& req, httplib::Response& res) {
+    if (peer_allowed && !peer_allowed(req.remote_addr, req.remote_port)) {
+      detail::SendRpcError(res, 403, mcp::rpc_code::kServerError,
+                           "Forbidden: this port is the server's internal one; connect to its "
+                           "public address (server.listen)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     auto rejection = Check(req.path, req.get_header_value("Host"), req.has_header("Origin"),
                            req.get_header_value("Origin"), req.get_header_value("Authorization"));
     if (!rejection) return httplib::Server::HandlerResponse::Unhandled;

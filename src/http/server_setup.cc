@@ -7,8 +7,42 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+
+#include "http_util.h"
+#include "sandbox/http/request_head.h"
 
 namespace sandbox::http {
+namespace {
+
+// What cpp-httplib's own refusals (it sends them with empty bodies) mean, for their JSON body.
+std::string OwnRefusalMessage(const httplib::Request& req, int status,
+                              std::int64_t max_body_bytes) {
+  switch (status) {
+    case 400:
+      return "Bad Request: the request line or a header could not be parsed";
+    case 404:
+      return "Not Found: no route for " + req.method + " " + req.path;
+    case 405:
+      return "Method Not Allowed: " + req.method + " is not served on " + req.path;
+    case 413:
+      return "Payload Too Large: the request body is larger than the server accepts "
+             "(server.max_body_bytes = " +
+             std::to_string(max_body_bytes) + ")";
+    case 414:
+      return "URI Too Long: the request line is longer than the server accepts "
+             "(max_request_line = " +
+             std::to_string(kHttplibMaxRequestLine) + ")";
+    case 416:
+      return "Range Not Satisfiable: the Range header does not fit the response";
+    case 500:
+      return "Internal Server Error: the request failed inside the server";
+    default:
+      return std::to_string(status) + " " + std::string(ReasonPhrase(status));
+  }
+}
+
+}  // namespace
 
 void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
                          const RequestGuard& guard) {
@@ -21,7 +55,22 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
   server.set_write_timeout(options.write_timeout_s, 0);
   server.set_keep_alive_timeout(options.keep_alive_timeout_s);
   server.set_keep_alive_max_count(options.keep_alive_max_requests);
-  guard.Install(server);
+  // Called for every status >= 400 before it is written: a refusal that a handler wrote has a
+  // body already and passes untouched; cpp-httplib's own (parse errors, 413, 414, unknown
+  // routes, exceptions) get a JSON body saying what was wrong.
+  const std::int64_t max_body = options.max_body_bytes;
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [max_body](const httplib::Request& req, httplib::Response& res) {
+        // An exception's what() is no business of the client's.
+        res.headers.erase("EXCEPTION_WHAT");
+        if (!res.body.empty() || res.content_length_ > 0 || res.content_provider_) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        detail::SendRpcError(res, res.status, mcp::rpc_code::kServerError,
+                             OwnRefusalMessage(req, res.status, max_body));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  guard.Install(server, options.peer_allowed);
 }
 
 void ListenSocketOptions(int sock) {

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +26,7 @@
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/session_service.h"
+#include "sandbox/http/connection_guard.h"
 #include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
@@ -154,6 +157,37 @@ sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
   identity.instructions = kInstructions;
   if (sessions != nullptr) identity.instructions += kSessionInstructions;
   return sandbox::mcp::Dispatcher(identity, std::move(tools), std::move(resources), logger);
+}
+
+sandbox::http::ConnectionGuardOptions ConnectionGuardOptionsOf(
+    const sandbox::config::ServerConfig& server) {
+  sandbox::http::ConnectionGuardOptions options;
+  options.head.max_head_bytes = static_cast<std::size_t>(server.max_header_bytes);
+  options.head.max_headers = static_cast<std::size_t>(server.max_headers);
+  options.head.max_body_bytes = server.max_body_bytes;
+  options.head_timeout = server.header_timeout;
+  options.body_timeout = server.body_timeout;
+  options.idle_timeout = server.idle_timeout;
+  options.max_connections = server.max_connections;
+  options.max_connections_per_ip = server.max_connections_per_ip;
+  return options;
+}
+
+// Each client connection takes a descriptor, and two more (both ends of the internal
+// connection) while its request is served: the soft limit is raised to fit, up to the hard one.
+void RaiseDescriptorLimit(const sandbox::config::ServerConfig& server,
+                          const std::shared_ptr<spdlog::logger>& logger) {
+  const auto needed = static_cast<rlim_t>(server.max_connections) * 3 + 1024;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) return;
+  limit.rlim_cur = std::min(needed, limit.rlim_max);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < needed) {
+    logger->warn(
+        "the descriptor limit ({}) is below what server.max_connections = {} needs ({}); "
+        "connections beyond it wait in the listen backlog",
+        limit.rlim_cur, server.max_connections, needed);
+  }
 }
 
 }  // namespace
@@ -288,6 +322,9 @@ int main(int argc, char** argv) {
         "is not a loopback name get 403; list the names clients use",
         config.server.listen_host);
   }
+  // The public port: the connection guard reads each request under limits and forwards it to
+  // cpp-httplib on an internal loopback port, which serves the guard's connections only.
+  std::unique_ptr<sandbox::http::ConnectionGuard> front;
   sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{config.server.token,
                                                                 config.server.allowed_hosts,
                                                                 config.server.allowed_origins,
@@ -301,6 +338,9 @@ int main(int argc, char** argv) {
       static_cast<std::size_t>(config.server.max_streams),
       static_cast<std::size_t>(sandbox::config::StreamsPerPrincipal(config)));
   http_options.max_body_bytes = config.server.max_body_bytes;
+  http_options.peer_allowed = [&front](std::string_view addr, int port) {
+    return front != nullptr && front->IsGuardPeer(addr, port);
+  };
   httplib::Server http;
   sandbox::http::ConfigureHttpServer(http, http_options, guard);
 
@@ -364,6 +404,18 @@ int main(int argc, char** argv) {
     res.set_content(body.dump(), "application/json");
   });
 
+  const int internal_port = sandbox::http::BindServer(http, "127.0.0.1", 0);
+  if (internal_port < 0) {
+    logger->critical("cannot listen on an internal loopback port");
+    return 1;
+  }
+  RaiseDescriptorLimit(config.server, logger);
+  auto listening = sandbox::http::ConnectionGuard::Listen(
+      config.server.listen_host, config.server.listen_port, internal_port,
+      ConnectionGuardOptionsOf(config.server), logger);
+  if (!listening.ok()) return Fail(logger, listening.error());
+  front = std::move(*listening);
+
   std::thread signal_thread([&] {
     int received = 0;
     sigwait(&signals, &received);
@@ -372,22 +424,17 @@ int main(int argc, char** argv) {
     streamable.Shutdown();
     legacy.Shutdown();
     http_api.Shutdown();
+    front->Stop();
     http.stop();
   });
+  std::thread front_thread([&] { front->Run(); });
 
-  if (sandbox::http::BindServer(http, config.server.listen_host, config.server.listen_port) < 0) {
-    logger->critical("cannot listen on {}:{}", config.server.listen_host,
-                     config.server.listen_port);
-    // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread): wakes the sigwait of the signal thread
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
-    signal_thread.join();
-    return 1;
-  }
   logger->info(
       "listening on http://{}:{} (MCP at /mcp, legacy SSE at /sse, HTTP API at /v1/execute, "
       "/v1/sessions and /eval; sessions {})",
-      config.server.listen_host, config.server.listen_port, sessions != nullptr ? "on" : "off");
+      config.server.listen_host, front->port(), sessions != nullptr ? "on" : "off");
   http.listen_after_bind();
+  front_thread.join();
   logger->info("HTTP server stopped; stopping the pools");
 
   signal_thread.join();

@@ -167,3 +167,19 @@ test('progress: five lines as progress notifications spread over time, before th
   const spread = progress[lineAt[4]].at - progress[lineAt[0]].at;
   assert.ok(spread >= 2000, `lines 0 and 4 arrived ${spread} ms apart (live, not batched): ${dump}`);
 });
+
+test('a 9 MB tool call is refused with 413, and the SDK error names server.max_body_bytes', async () => {
+  // The connection guard answers before reading the body; the SDK shows the JSON body's text.
+  const code = `x = "${'a'.repeat(9 << 20)}"`;
+  await assert.rejects(
+    client.callTool({ name: 'run_python', arguments: { code } }),
+    (error) => {
+      assert.match(String(error?.message), /413/, String(error?.message));
+      assert.match(String(error?.message), /server\.max_body_bytes/, String(error?.message));
+      return true;
+    },
+  );
+  // The client's session still works afterwards.
+  const result = await client.callTool({ name: 'run_python', arguments: { code: 'print(2)' } });
+  assert.equal(result.structuredContent?.stdout, '2\n');
+});

@@ -113,6 +113,15 @@ struct ServerConfig {
   // (no call for mcp_session_idle_timeout) are forgotten.
   int max_mcp_sessions = 10000;
   std::chrono::seconds mcp_session_idle_timeout{3600};
+  // The connection guard in front of the HTTP workers (http::ConnectionGuard): it reads every
+  // request itself, so an idle or slow client holds a socket, never a worker.
+  std::int64_t max_header_bytes = 32768;    // request line + headers; beyond: 431
+  int max_headers = 100;                    // header fields in one request; beyond: 431
+  std::chrono::seconds header_timeout{10};  // whole request head from its first byte: 408
+  std::chrono::seconds body_timeout{60};    // whole body from the end of its head: 408
+  std::chrono::seconds idle_timeout{30};    // keep-alive connection with no request: closed
+  int max_connections = 2048;               // client connections at once; beyond: 503
+  int max_connections_per_ip = 512;         // from one client address; beyond: 503
 };
 
 // Each principal's share of the server-wide bounds (a principal is a bearer token's name,

@@ -10,7 +10,8 @@
 //   so timing tells nothing about which); otherwise 401 with WWW-Authenticate: Bearer.
 // - Principal(): whom a request acts for, the key of session ownership: the name of its token
 //   ("default" for `token`), or "local" when the server has no token at all.
-// - Exempt paths (/healthz by default) skip every check, for health probes.
+// - Exempt paths (/healthz by default) skip every check, for health probes (but not the
+//   PeerCheck given to Install).
 //
 // Thread-safety: immutable after construction; Check() is safe from any thread.
 #pragma once
@@ -44,6 +45,10 @@ struct GuardOptions {
   std::map<std::string, std::string> tokens;  // more bearer tokens: principal name -> token
 };
 
+// Whether a connection from remote address:port may be served at all: behind the
+// ConnectionGuard, only its own connections are.
+using PeerCheck = std::function<bool(std::string_view remote_addr, int remote_port)>;
+
 struct Rejection {
   int status = 403;
   std::string message;
@@ -58,7 +63,8 @@ class RequestGuard {
                                  std::string_view origin, std::string_view authorization) const;
 
   // Installs the guard as `server`'s pre-routing handler; rejections get a JSON-RPC error body.
-  void Install(httplib::Server& server) const;
+  // `peer_allowed` (when set) is checked first, for every path: 403 for other peers.
+  void Install(httplib::Server& server, PeerCheck peer_allowed = {}) const;
 
   // The principal of a request that passed Check(): the name of the token it carries
   // ("default" for `token`), "local" when no token is configured. "" for a request whose

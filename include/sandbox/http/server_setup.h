@@ -8,6 +8,8 @@
 // are bounded by a SlotLimiter of `stream_workers` slots, which refuses the one beyond with 503,
 // and the server gets `threads` workers on top of one per slot: with every slot taken, `threads`
 // workers are still there for everything else.
+// Behind the ConnectionGuard (connection_guard.h) a worker is taken only by a complete request
+// (the guard reads heads and bodies itself), and each internal connection carries one request.
 // Thread-safety: call before listening, from the thread that owns the server.
 #pragma once
 
@@ -36,6 +38,8 @@ struct HttpServerOptions {
   // seconds (docker stop allows 10). Reconnecting on loopback costs nothing.
   int keep_alive_timeout_s = 3;
   std::size_t keep_alive_max_requests = 1000;
+  // The peers served (RequestGuard::Install): the ConnectionGuard's connections. Empty: any.
+  PeerCheck peer_allowed;
 };
 
 // `guard` must outlive the server (the pre-routing handler refers to it).

@@ -216,6 +216,53 @@ TEST(ConfigTest, ADeeplyNestedConfigFileIsAClearError) {
   std::remove(path.c_str());
 }
 
+TEST(ConfigTest, ConnectionGuardLimitsAreReadWithDocumentedDefaultsAndBounded) {
+  const Config defaults;
+  EXPECT_EQ(defaults.server.max_header_bytes, 32 * 1024);
+  EXPECT_EQ(defaults.server.max_headers, 100);
+  EXPECT_EQ(defaults.server.header_timeout.count(), 10);
+  EXPECT_EQ(defaults.server.body_timeout.count(), 60);
+  EXPECT_EQ(defaults.server.idle_timeout.count(), 30);
+  EXPECT_EQ(defaults.server.max_connections, 2048);
+  EXPECT_EQ(defaults.server.max_connections_per_ip, 512);
+  EXPECT_TRUE(Validate(defaults).ok());
+
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"server": {"max_header_bytes": 16384,
+      "max_headers": 50, "header_timeout_s": 5, "body_timeout_s": 20, "idle_timeout_s": 7,
+      "max_connections": 100, "max_connections_per_ip": 10}})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->server.max_header_bytes, 16384);
+  EXPECT_EQ(cfg->server.max_headers, 50);
+  EXPECT_EQ(cfg->server.header_timeout.count(), 5);
+  EXPECT_EQ(cfg->server.body_timeout.count(), 20);
+  EXPECT_EQ(cfg->server.idle_timeout.count(), 7);
+  EXPECT_EQ(cfg->server.max_connections, 100);
+  EXPECT_EQ(cfg->server.max_connections_per_ip, 10);
+  EXPECT_TRUE(Validate(*cfg).ok());
+
+  struct Bad {
+    const char* name;
+    void (*set)(ServerConfig&);
+  };
+  const Bad bad[] = {
+      {"server.max_header_bytes", [](ServerConfig& s) { s.max_header_bytes = 4096; }},
+      {"server.max_headers", [](ServerConfig& s) { s.max_headers = 0; }},
+      {"server.header_timeout_s",
+       [](ServerConfig& s) { s.header_timeout = std::chrono::seconds(0); }},
+      {"server.body_timeout_s", [](ServerConfig& s) { s.body_timeout = std::chrono::seconds(0); }},
+      {"server.idle_timeout_s", [](ServerConfig& s) { s.idle_timeout = std::chrono::seconds(0); }},
+      {"server.max_connections", [](ServerConfig& s) { s.max_connections = 0; }},
+      {"server.max_connections_per_ip", [](ServerConfig& s) { s.max_connections_per_ip = 4096; }},
+  };
+  for (const auto& b : bad) {
+    Config c;
+    b.set(c.server);
+    auto s = Validate(c);
+    ASSERT_FALSE(s.ok()) << b.name;
+    EXPECT_NE(s.error().message().find(b.name), std::string::npos) << s.error().message();
+  }
+}
+
 TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
   std::string path = ::testing::TempDir() + "/sandbox-config-test.json";
   {
