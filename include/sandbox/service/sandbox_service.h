@@ -67,8 +67,8 @@ Result<int> RemoveLeftovers(const docker::Client& client, const std::string& ins
 
 struct SweepOptions {
   std::string instance_id;
-  Owner self;                 // this server (DetectOwner)
-  bool engine_local = true;   // the engine is reached over a Unix socket (DecideOwner)
+  Owner self;                // this server (DetectOwner)
+  bool engine_local = true;  // the engine is reached over a Unix socket (DecideOwner)
   // Containers without the owner label (older versions) older than this are swept; see
   // SweepUnlabelled and LeftoverMaxLife.
   std::chrono::seconds unlabelled_max_life{std::chrono::hours(24)};
@@ -133,8 +133,8 @@ class SandboxService final : public exec::ExecutionService {
     std::unique_ptr<pool::WarmPool> pool;
   };
 
-  SandboxService(const config::Config& config, const docker::Client& client,
-                 ServiceOptions options, std::shared_ptr<spdlog::logger> logger);
+  SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
+                 std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
 
   // What the engine says about a sandbox whose run ended kInternal: whether its container is

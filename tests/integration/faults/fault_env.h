@@ -89,9 +89,9 @@ class SecondEngine {
       std::string data = "--data-root=" + dir_ + "/data";
       std::string exec = "--exec-root=" + dir_ + "/exec";
       std::string pidfile = "--pidfile=" + dir_ + "/docker.pid";
-      ::execlp("dockerd", "dockerd", host_arg.c_str(), data.c_str(), exec.c_str(),
-               pidfile.c_str(), "--bridge=none", "--iptables=false", "--ip-masq=false",
-               "--ip-forward=false", "--shutdown-timeout=2", static_cast<char*>(nullptr));
+      ::execlp("dockerd", "dockerd", host_arg.c_str(), data.c_str(), exec.c_str(), pidfile.c_str(),
+               "--bridge=none", "--iptables=false", "--ip-masq=false", "--ip-forward=false",
+               "--shutdown-timeout=2", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     return WaitFor([&] { return Ping(); }, std::chrono::seconds(90));

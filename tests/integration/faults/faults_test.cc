@@ -39,8 +39,8 @@ class Faults : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     engine_ = new SecondEngine();
-    ASSERT_TRUE(engine_->Start()) << "the second dockerd did not start; see "
-                                  << engine_->dir() << "/dockerd.log";
+    ASSERT_TRUE(engine_->Start()) << "the second dockerd did not start; see " << engine_->dir()
+                                  << "/dockerd.log";
     ASSERT_TRUE(engine_->EnsureImage(sandbox::testing::TestImage()))
         << "could not load " << sandbox::testing::TestImage() << " into the second engine";
     curl_ = new docker::CurlGlobal();
@@ -52,7 +52,9 @@ class Faults : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_NE(engine_, nullptr);
-    if (!engine_->running()) ASSERT_TRUE(engine_->Start());
+    if (!engine_->running()) {
+      ASSERT_TRUE(engine_->Start());
+    }
     docker::ClientOptions options;
     options.transport.host = engine_->host();
     auto client = docker::Client::Connect(*curl_, options);
@@ -136,7 +138,8 @@ TEST_F(Faults, EngineStoppedDuringRunsAndStartedAgain) {
 
   std::vector<std::future<Reply>> runs;
   for (int i = 0; i < 2; ++i) {
-    runs.push_back(std::async(std::launch::async, [&] { return Execute(server.port(), kSleepCode, 90); }));
+    runs.push_back(
+        std::async(std::launch::async, [&] { return Execute(server.port(), kSleepCode, 90); }));
   }
   ASSERT_TRUE(WaitFor([&] { return Leased(server.port()) == 2; }, seconds(60)));
   std::this_thread::sleep_for(seconds(2));  // past `started`: the code runs
@@ -200,15 +203,17 @@ TEST_F(Faults, ContainersBrokenMidRunEndTheRunClearly) {
     std::string action;
     std::string verdict;
   };
-  for (const Case& c : {Case{"kill", "internal"}, Case{"rm -f", "internal"},
-                        Case{"pause", "timeout"}}) {
+  for (const Case& c :
+       {Case{"kill", "internal"}, Case{"rm -f", "internal"}, Case{"pause", "timeout"}}) {
     SCOPED_TRACE(c.action);
     ASSERT_TRUE(WaitFor([&] { return server.Ready(1); }, seconds(120)));
-    auto run = std::async(std::launch::async,
-                          [&] { return Execute(server.port(), kSleepCode, c.action == "pause" ? 3 : 60); });
+    auto run = std::async(std::launch::async, [&] {
+      return Execute(server.port(), kSleepCode, c.action == "pause" ? 3 : 60);
+    });
     ASSERT_TRUE(WaitFor([&] { return Leased(server.port()) == 1; }, seconds(60)));
     std::this_thread::sleep_for(seconds(1));  // past `started`: the code runs
-    for (const auto& container : ContainersOf(instance)) engine_->Cli(c.action + " " + container.id);
+    for (const auto& container : ContainersOf(instance))
+      engine_->Cli(c.action + " " + container.id);
     Reply r = run.get();
     EXPECT_EQ(r.status, 200) << r.body.dump();
     EXPECT_EQ(r.verdict(), c.verdict) << r.body.dump();
@@ -242,7 +247,8 @@ TEST_F(Faults, SlowAndStalledEngine) {
   proxy.SetMode("stall");
   std::vector<std::future<Reply>> runs;
   for (int i = 0; i < 3; ++i) {
-    runs.push_back(std::async(std::launch::async, [&] { return Execute(server.port(), "print(1)", 2); }));
+    runs.push_back(
+        std::async(std::launch::async, [&] { return Execute(server.port(), "print(1)", 2); }));
   }
   std::this_thread::sleep_for(seconds(3));
   for (int i = 0; i < 3; ++i) {
@@ -269,7 +275,8 @@ TEST_F(Faults, SlowAndStalledEngine) {
   Reply back = Execute(server.port(), "print('back')");
   EXPECT_EQ(back.verdict(), "ok") << back.body.dump();
   const int threads_after = ThreadCount(server.pid());
-  std::fprintf(stderr, "[faults] server threads: %d before, %d stalled, %d after the runs, %d after\n",
+  std::fprintf(stderr,
+               "[faults] server threads: %d before, %d stalled, %d after the runs, %d after\n",
                threads_before, threads_stalled, threads_after_runs, threads_after);
   // The server's threads are a fixed set (HTTP workers, pool workers): none per stalled call.
   EXPECT_LE(threads_stalled, threads_before + 2);
@@ -294,8 +301,8 @@ TEST_F(Faults, FullTmpfs) {
   EXPECT_EQ(full.verdict(), "error") << full.body.dump();
   EXPECT_NE(full.body.dump().find("No space left on device"), std::string::npos)
       << full.body.dump();
-  Reply next = Execute(server.port(),
-                       "open('/tmp/small', 'wb').write(b'y' * (1 << 20))\nprint('written')");
+  Reply next =
+      Execute(server.port(), "open('/tmp/small', 'wb').write(b'y' * (1 << 20))\nprint('written')");
   EXPECT_EQ(next.verdict(), "ok") << next.body.dump();
   EXPECT_EQ(next.body.value("stdout", ""), "written\n");
   server.Stop(SIGTERM);
@@ -331,7 +338,8 @@ TEST_F(Faults, KilledUnderLoadThenRestarted) {
     ASSERT_TRUE(WaitFor([&] { return first.Ready(2); }, seconds(120)));
     std::vector<std::future<Reply>> runs;
     for (int i = 0; i < 3; ++i) {
-      runs.push_back(std::async(std::launch::async, [&] { return Execute(first.port(), kSleepCode, 60); }));
+      runs.push_back(
+          std::async(std::launch::async, [&] { return Execute(first.port(), kSleepCode, 60); }));
     }
     ASSERT_TRUE(WaitFor([&] { return Leased(first.port()) >= 2; }, seconds(60)));
     // Paused containers cannot see the server's end (their harness would exit and the engine

@@ -185,6 +185,16 @@ TEST(CrashRecoveryTest, SecondServerOfTheInstanceLeavesTheFirstAlone) {
   ASSERT_EQ(run_in_session("x = 41").value("verdict", ""), "ok");
   const auto before = ContainersOf(instance);
   ASSERT_GE(before.size(), 2U);  // a pool sandbox and the session's
+  for (const auto& id : before) {
+    // Each names the first server as its owner (else the sweep could not tell it is alive).
+    auto info = client.InspectContainer(id);
+    ASSERT_TRUE(info.ok());
+    auto label = info->labels.find(std::string(service::kOwnerLabel));
+    ASSERT_NE(label, info->labels.end()) << "no owner label on " << id.substr(0, 12);
+    auto owner = service::ParseOwner(label->second);
+    ASSERT_TRUE(owner.has_value()) << label->second;
+    EXPECT_EQ(owner->pid, first.pid()) << label->second;
+  }
 
   {
     sandbox::testing::ServerProcess second(instance, FreePort(), kWithSessions);

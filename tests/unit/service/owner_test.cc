@@ -68,10 +68,10 @@ TEST(OwnerTest, FormatParseRoundTrip) {
 TEST(OwnerTest, ParseRefusesWhatItCannotCheck) {
   EXPECT_FALSE(ParseOwner(""));
   EXPECT_FALSE(ParseOwner("v2 boot=b pidns=n pid=1 start=1"));
-  EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n start=1"));           // no pid
-  EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n pid=x start=1"));     // pid not a number
-  EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n pid=0 start=1"));     // no such pid
-  EXPECT_FALSE(ParseOwner("v1 pidns=n pid=3 start=1"));            // no boot id
+  EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n start=1"));                    // no pid
+  EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n pid=x start=1"));              // pid not a number
+  EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n pid=0 start=1"));              // no such pid
+  EXPECT_FALSE(ParseOwner("v1 pidns=n pid=3 start=1"));                     // no boot id
   EXPECT_FALSE(ParseOwner("v1 boot=b pidns=n pid=3 start=1 container=x"));  // no start time
   EXPECT_TRUE(ParseOwner("v1 boot=b pidns=n pid=3 start=1 later=field"));   // newer keys ignored
 }
@@ -120,8 +120,7 @@ TEST(OwnerTest, AnotherBootIsGoneOnlyForALocalEngine) {
   before.boot_id = "boot-0";
   probe.processes[50] = {'S', 777};  // even a process with the same numbers is another one
   EXPECT_EQ(DecideOwner(before, HostProcess(60, 1), true, probe).verdict, OwnerVerdict::kGone);
-  EXPECT_EQ(DecideOwner(before, HostProcess(60, 1), false, probe).verdict,
-            OwnerVerdict::kUnknown);
+  EXPECT_EQ(DecideOwner(before, HostProcess(60, 1), false, probe).verdict, OwnerVerdict::kUnknown);
 }
 
 TEST(OwnerTest, AnotherPidNamespaceIsUnknown) {
@@ -153,21 +152,21 @@ TEST(OwnerTest, ServerInAnotherContainerIsCheckedThroughTheEngine) {
   probe.containers[kIdA] = {true, true, "T1"};
   // The owner's pid 1 is of its container's namespace: never looked up in ours.
   probe.processes[1] = {'S', 1};
-  EXPECT_EQ(DecideOwner(InContainer(kIdA, "T1", 1), InContainer(kIdB, "T9", 1), true, probe)
-                .verdict,
-            OwnerVerdict::kAlive);
+  EXPECT_EQ(
+      DecideOwner(InContainer(kIdA, "T1", 1), InContainer(kIdB, "T9", 1), true, probe).verdict,
+      OwnerVerdict::kAlive);
   probe.containers.erase(kIdA);
-  EXPECT_EQ(DecideOwner(InContainer(kIdA, "T1", 1), InContainer(kIdB, "T9", 1), true, probe)
-                .verdict,
-            OwnerVerdict::kGone);
+  EXPECT_EQ(
+      DecideOwner(InContainer(kIdA, "T1", 1), InContainer(kIdB, "T9", 1), true, probe).verdict,
+      OwnerVerdict::kGone);
 }
 
 TEST(OwnerTest, OwnContainerRestartedIsGone) {
   FakeProbe probe;
   // compose: restart: unless-stopped keeps the id; the start time tells the runs apart.
-  EXPECT_EQ(DecideOwner(InContainer(kIdA, "T1", 1), InContainer(kIdA, "T2", 1), true, probe)
-                .verdict,
-            OwnerVerdict::kGone);
+  EXPECT_EQ(
+      DecideOwner(InContainer(kIdA, "T1", 1), InContainer(kIdA, "T2", 1), true, probe).verdict,
+      OwnerVerdict::kGone);
   // Same container run, another process of it: checked in the shared PID namespace.
   Owner sibling = InContainer(kIdA, "T2", 9);
   EXPECT_EQ(DecideOwner(sibling, InContainer(kIdA, "T2", 1), true, probe).verdict,
@@ -205,8 +204,7 @@ TEST(OwnerTest, ContainerIdFromTheHostnameBindMount) {
       "700 30 0:60 / /var/lib/docker/containers/" +
       id + "/mounts/shm rw - tmpfs shm rw\n";
   EXPECT_EQ(ContainerIdFromMountinfo(host), "");
-  EXPECT_EQ(ContainerIdFromMountinfo("610 600 8:1 /x/hostname /etc/hostname rw - ext4 a rw\n"),
-            "");
+  EXPECT_EQ(ContainerIdFromMountinfo("610 600 8:1 /x/hostname /etc/hostname rw - ext4 a rw\n"), "");
 }
 
 }  // namespace
