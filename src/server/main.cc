@@ -219,6 +219,8 @@ int main(int argc, char** argv) {
   // of the instance whose owner is provably gone are removed (a live server's are kept).
   auto self = sandbox::service::DetectOwner(**client);
   if (!self.ok()) return Fail(logger, self.error());
+  logger->debug("owner label of this server's containers: {}",
+                sandbox::service::FormatOwner(*self));
   sandbox::service::SweepOptions sweep;
   sweep.instance_id = config.instance_id;
   sweep.self = *self;

@@ -86,6 +86,14 @@ class Faults : public ::testing::Test {
     std::string detail() const { return body.is_object() ? body.value("detail", "") : ""; }
   };
 
+  // For the report: what a faulted run answered.
+  static void Note(const std::string& what, const Reply& r) {
+    std::fprintf(stderr, "[faults] %s: HTTP %d verdict \"%s\" detail \"%s\"\n", what.c_str(),
+                 r.status, r.verdict().c_str(),
+                 r.body.is_object() && r.body.contains("error") ? r.body["error"].dump().c_str()
+                                                                : r.detail().c_str());
+  }
+
   static Reply Execute(int port, const std::string& code, double timeout_s = 10) {
     httplib::Client http("127.0.0.1", port);
     http.set_read_timeout(180, 0);
@@ -147,12 +155,15 @@ TEST_F(Faults, EngineStoppedDuringRunsAndStartedAgain) {
 
   for (auto& run : runs) {
     Reply r = run.get();
+    Note("engine stopped mid-run", r);
     EXPECT_EQ(r.status, 200) << r.body.dump();
     EXPECT_EQ(r.verdict(), "internal") << r.body.dump();
     EXPECT_FALSE(r.detail().empty()) << "an internal verdict must say why";
   }
   // Meanwhile /healthz answers, and says the engine is down.
   Reply health = Health(server.port());
+  std::fprintf(stderr, "[faults] /healthz with the engine down: %d %s\n", health.status,
+               health.body.dump().substr(0, 300).c_str());
   EXPECT_EQ(health.status, 503) << health.body.dump();
   EXPECT_EQ(health.body.value("status", ""), "degraded") << health.body.dump();
   EXPECT_FALSE(health.body.value("engine", "").empty());
@@ -215,6 +226,7 @@ TEST_F(Faults, ContainersBrokenMidRunEndTheRunClearly) {
     for (const auto& container : ContainersOf(instance))
       engine_->Cli(c.action + " " + container.id);
     Reply r = run.get();
+    Note(c.action + " mid-run", r);
     EXPECT_EQ(r.status, 200) << r.body.dump();
     EXPECT_EQ(r.verdict(), c.verdict) << r.body.dump();
     EXPECT_FALSE(r.detail().empty()) << r.body.dump();
@@ -258,6 +270,7 @@ TEST_F(Faults, SlowAndStalledEngine) {
   const int threads_stalled = ThreadCount(server.pid());
   for (auto& run : runs) {
     Reply r = run.get();
+    Note("stalled engine", r);
     ASSERT_NE(r.status, 0) << "a run got no answer at all";
     if (r.status == 200) {
       // The sandbox was lent; its run could not reach the harness.
@@ -298,6 +311,7 @@ TEST_F(Faults, FullTmpfs) {
                        "with open('/tmp/fill', 'wb') as f:\n"
                        "    while True:\n"
                        "        f.write(b'x' * (1 << 20))\n");
+  Note("tmpfs full", full);
   EXPECT_EQ(full.verdict(), "error") << full.body.dump();
   EXPECT_NE(full.body.dump().find("No space left on device"), std::string::npos)
       << full.body.dump();
