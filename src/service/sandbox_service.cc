@@ -413,6 +413,16 @@ SandboxService::Loss SandboxService::ExplainLoss(const runner::HarnessSandbox& s
   return {false, {}};
 }
 
+Error SandboxService::WithEngineState(const Error& error) const {
+  if (error.code() != ErrorCode::kBusy) return error;
+  // "Busy" may really be an engine that no longer answers: starts hang or fail. Say so.
+  auto ping = client_.Ping(docker::CallOptions::Within(std::chrono::seconds(2)));
+  if (ping.ok()) return error;
+  return Error(ErrorCode::kUnavailable, "the Docker engine does not answer (" +
+                                            ping.error().message() +
+                                            "), so no sandbox could be had: " + error.message());
+}
+
 Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry,
                                                const std::string& principal, bool verify) const {
   for (int tried = 0;; ++tried) {
@@ -432,7 +442,7 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
   const PoolEntry* entry = FindPool(request.pool);
   for (int attempt = 1;; ++attempt) {
     auto lease = AcquireFor(*entry, request.principal, attempt > 1);
-    if (!lease.ok()) return lease.error();
+    if (!lease.ok()) return WithEngineState(lease.error());
     // The factory only makes HarnessSandboxes.
     auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
     auto watched = std::make_shared<WatchedRun>();

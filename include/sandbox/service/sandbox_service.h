@@ -148,6 +148,8 @@ class SandboxService final : public exec::ExecutionService {
   // most the pool's max_total + 1 sandboxes.
   Result<pool::Lease> AcquireFor(const PoolEntry& entry, const std::string& principal,
                                  bool verify) const;
+  // A pool's kBusy becomes kUnavailable, naming the engine, when the engine does not answer.
+  Error WithEngineState(const Error& error) const;
 
   const config::Config& config_;
   const docker::Client& client_;
