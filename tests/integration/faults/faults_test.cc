@@ -145,6 +145,7 @@ TEST_F(Faults, EngineStoppedDuringRunsAndStartedAgain) {
   ASSERT_TRUE(WaitFor([&] { return server.Ready(2); }, seconds(120)));
 
   std::vector<std::future<Reply>> runs;
+  runs.reserve(3);
   for (int i = 0; i < 2; ++i) {
     runs.push_back(
         std::async(std::launch::async, [&] { return Execute(server.port(), kSleepCode, 90); }));
@@ -258,6 +259,7 @@ TEST_F(Faults, SlowAndStalledEngine) {
   // Stalled: nothing comes back. Runs end at their deadlines, /healthz keeps answering.
   proxy.SetMode("stall");
   std::vector<std::future<Reply>> runs;
+  runs.reserve(3);
   for (int i = 0; i < 3; ++i) {
     runs.push_back(
         std::async(std::launch::async, [&] { return Execute(server.port(), "print(1)", 2); }));
@@ -352,6 +354,7 @@ TEST_F(Faults, KilledUnderLoadThenRestarted) {
     ServerProcess first(instance, FreePort(), Config(engine_->host(), 2, 4));
     ASSERT_TRUE(WaitFor([&] { return first.Ready(2); }, seconds(120)));
     std::vector<std::future<Reply>> runs;
+    runs.reserve(3);
     for (int i = 0; i < 3; ++i) {
       runs.push_back(
           std::async(std::launch::async, [&] { return Execute(first.port(), kSleepCode, 60); }));
