@@ -600,7 +600,8 @@ Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containe
   --config FILE       JSON configuration (see README, "Configuration")
   --log-level LEVEL   trace, debug, info (default), warn, error, off
   --instance-id ID    label of this server's containers (default "default"); a server
-                      starting removes the containers its instance id left behind
+                      starting removes the containers of its instance id whose owning
+                      server process is gone, never those of a live server
   --version           print the version and exit
 
 Environment: SANDBOX_MCP_TOKEN  bearer token clients must send (Authorization: Bearer ...)

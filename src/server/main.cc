@@ -249,10 +249,24 @@ int main(int argc, char** argv) {
   logger->info("Docker engine at {} (API {})", config.docker.host,
                (*client)->api_version().ToString());
 
-  auto leftovers = sandbox::service::RemoveLeftovers(**client, config.instance_id, logger);
+  // Every container is labelled with this process as its owner; at start-up only containers
+  // of the instance whose owner is provably gone are removed (a live server's are kept).
+  auto self = sandbox::service::DetectOwner(**client);
+  if (!self.ok()) return Fail(logger, self.error());
+  logger->debug("owner label of this server's containers: {}",
+                sandbox::service::FormatOwner(*self));
+  sandbox::service::SweepOptions sweep;
+  sweep.instance_id = config.instance_id;
+  sweep.self = *self;
+  sweep.engine_local = config.docker.host.rfind("unix://", 0) == 0;
+  sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
+  auto leftovers = sandbox::service::SweepLeftovers(
+      **client, sweep, sandbox::service::SystemOwnerProbe(**client), logger);
   if (!leftovers.ok()) return Fail(logger, leftovers.error());
 
   sandbox::service::ServiceOptions service_options;
+  service_options.container_labels[std::string(sandbox::service::kOwnerLabel)] =
+      sandbox::service::FormatOwner(*self);
   service_options.container_seccomp_json = profile->compact_json();
   service_options.run_filter_bpf = run_filter->bpf();
   auto service =

@@ -1,6 +1,11 @@
 #include "sandbox/service/sandbox_service.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <ctime>
+#include <list>
 #include <string>
+#include <thread>
 
 #include "sandbox/core/json.h"
 #include "sandbox/runner/sandbox_spec.h"
@@ -44,7 +49,134 @@ print(json.dumps({"python": platform.python_version(), "implementation": platfor
 
 class NullObserver final : public exec::RunObserver {};
 
+// One run watched by SandboxService::StartWatch until its `started`.
+struct WatchedRun {
+  std::string container_id;
+  std::atomic<bool> started{false};
+  std::atomic<bool> lost{false};  // the watch found its container paused or gone
+  std::string lost_why;           // written before `lost` is set
+  exec::CancelToken cancel;       // the run's own token: the caller's, or the watch's
+};
+
+// Forwards a run's events and notes whether any reached the caller: until one has, the run
+// may be repeated on another sandbox without the caller seeing two runs.
+class RelayObserver final : public exec::RunObserver {
+ public:
+  RelayObserver(exec::RunObserver& target, WatchedRun& watched)
+      : target_(target), watched_(watched) {}
+  void OnStarted() override {
+    delivered_ = true;
+    watched_.started = true;
+    target_.OnStarted();
+  }
+  void OnOutput(exec::Stream stream, std::string_view bytes) override {
+    delivered_ = true;
+    target_.OnOutput(stream, bytes);
+  }
+  void OnImage(const exec::Image& image) override {
+    delivered_ = true;
+    target_.OnImage(image);
+  }
+  void OnFile(const exec::OutputFile& file) override {
+    delivered_ = true;
+    target_.OnFile(file);
+  }
+  bool delivered() const { return delivered_; }
+
+ private:
+  exec::RunObserver& target_;
+  WatchedRun& watched_;
+  bool delivered_ = false;
+};
+
+Status RemoveContainer(const docker::Client& client, const std::string& id) {
+  docker::RemoveOptions rm;
+  rm.force = true;
+  rm.volumes = true;
+  auto status = client.RemoveContainer(id, rm);
+  if (status.ok() || status.error().code() == ErrorCode::kNotFound) return OkStatus();
+  return status.error();
+}
+
 }  // namespace
+
+// Inspects the containers of runs still waiting for `started` (a pipe hop, milliseconds, when
+// the harness is alive) every kStartCheckAfter; cancels a run whose container is paused or
+// gone, so it is retried at once instead of at its deadline. One thread for the service.
+class SandboxService::StartWatch {
+ public:
+  StartWatch(const docker::Client& client, std::shared_ptr<spdlog::logger> logger)
+      : client_(client), logger_(std::move(logger)), thread_([this] { Loop(); }) {}
+  ~StartWatch() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  StartWatch(const StartWatch&) = delete;
+  StartWatch& operator=(const StartWatch&) = delete;
+
+  void Add(const std::shared_ptr<WatchedRun>& run) {
+    std::lock_guard lock(mu_);
+    runs_.push_back({run, std::chrono::steady_clock::now() + kStartCheckAfter});
+  }
+  void Remove(const std::shared_ptr<WatchedRun>& run) {
+    std::lock_guard lock(mu_);
+    runs_.remove_if([&](const Entry& e) { return e.run == run; });
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<WatchedRun> run;
+    std::chrono::steady_clock::time_point next_check;
+  };
+
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(250));
+      std::vector<std::shared_ptr<WatchedRun>> due;
+      const auto now = std::chrono::steady_clock::now();
+      for (auto& e : runs_) {
+        if (e.run->started || e.run->lost || now < e.next_check) continue;
+        e.next_check = now + kStartCheckAfter;
+        due.push_back(e.run);
+      }
+      lock.unlock();
+      for (const auto& run : due) Check(*run);
+      lock.lock();
+    }
+  }
+
+  void Check(WatchedRun& run) const {
+    auto info = client_.InspectContainer(run.container_id,
+                                         docker::CallOptions::Within(std::chrono::seconds(5)));
+    std::string why;
+    if (!info.ok() && info.error().code() == ErrorCode::kNotFound) {
+      why = "its container no longer exists";
+    } else if (info.ok() && info->state.status == "paused") {
+      why = "its container is paused";
+    } else if (info.ok() && !info->state.running) {
+      why = "its container is not running";
+    }
+    if (why.empty() || run.started) return;
+    logger_->warn("sandbox {}: no `started` after {} ms and {}; giving up on it",
+                  run.container_id.substr(0, 12), kStartCheckAfter.count(), why);
+    run.lost_why = why;
+    run.lost = true;
+    run.cancel.Cancel();
+  }
+
+  const docker::Client& client_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<Entry> runs_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
 
 HarnessSandboxFactory::HarnessSandboxFactory(const docker::Client& client,
                                              runner::SandboxSetup setup,
@@ -87,33 +219,101 @@ Result<int> RemoveLeftovers(const docker::Client& client, const std::string& ins
   if (!containers.ok()) return containers.error().WithContext("list leftover containers");
   int removed = 0;
   for (const auto& c : *containers) {
-    docker::RemoveOptions rm;
-    rm.force = true;
-    rm.volumes = true;
-    auto status = client.RemoveContainer(c.id, rm);
-    if (status.ok() || status.error().code() == ErrorCode::kNotFound) {
+    auto status = RemoveContainer(client, c.id);
+    if (status.ok()) {
       ++removed;
     } else if (logger) {
       logger->warn("could not remove leftover container {}: {}", c.id.substr(0, 12),
                    status.error().ToString());
     }
   }
-  if (removed > 0 && logger) {
-    logger->info("removed {} container(s) left by an earlier run of instance \"{}\"", removed,
-                 instance_id);
-  }
   return removed;
 }
 
-SandboxService::SandboxService(const config::Config& config, ServiceOptions options,
-                               std::shared_ptr<spdlog::logger> logger)
-    : config_(config), options_(std::move(options)), logger_(std::move(logger)) {}
+Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOptions& options,
+                                   const OwnerProbe& probe,
+                                   const std::shared_ptr<spdlog::logger>& logger) {
+  docker::ListOptions list;
+  list.all = true;
+  list.filters = {{"label",
+                   {std::string(runner::kManagedLabel) + "=true",
+                    std::string(runner::kInstanceLabel) + "=" + options.instance_id}}};
+  auto containers = client.ListContainers(list);
+  if (!containers.ok()) return containers.error().WithContext("list leftover containers");
+  const std::int64_t now = std::time(nullptr);
+  SweepCounts counts;
+  for (const auto& c : *containers) {
+    const std::string id = c.id.substr(0, 12);
+    bool sweep = false;
+    std::string reason;
+    auto label = c.labels.find(std::string(kOwnerLabel));
+    if (label == c.labels.end()) {
+      sweep = SweepUnlabelled(c, options.unlabelled_max_life, now);
+      reason = sweep ? "no owner label (an older version's) and " +
+                           (c.state == "exited" || c.state == "dead"
+                                ? "stopped"
+                                : "older than " +
+                                      std::to_string(options.unlabelled_max_life.count()) + " s")
+                     : "no owner label (an older version's), " + c.state + " and younger than " +
+                           std::to_string(options.unlabelled_max_life.count()) + " s";
+    } else if (auto owner = ParseOwner(label->second)) {
+      auto decision = DecideOwner(*owner, options.self, options.engine_local, probe);
+      sweep = decision.verdict == OwnerVerdict::kGone;
+      reason = decision.reason;
+    } else {
+      reason = "unreadable owner label \"" + label->second + "\"";
+    }
+    if (!sweep) {
+      ++counts.kept;
+      if (logger) {
+        logger->info("instance \"{}\": leaving container {} alone: {}", options.instance_id, id,
+                     reason);
+      }
+      continue;
+    }
+    auto status = RemoveContainer(client, c.id);
+    if (status.ok()) {
+      ++counts.removed;
+      if (logger) logger->info("removed leftover container {}: {}", id, reason);
+    } else if (logger) {
+      logger->warn("could not remove leftover container {}: {}", id, status.error().ToString());
+    }
+  }
+  if (counts.removed > 0 && logger) {
+    logger->info("removed {} container(s) left by an earlier run of instance \"{}\"",
+                 counts.removed, options.instance_id);
+  }
+  return counts;
+}
+
+std::chrono::seconds LeftoverMaxLife(const config::Config& config) {
+  using std::chrono::seconds;
+  // A start (start_timeout), a run's grace and a margin on top of what a server keeps.
+  constexpr seconds kMargin{10 * 60};
+  seconds longest{0};
+  for (const auto& pc : config.pools) {
+    auto run = seconds(static_cast<std::int64_t>(pc.max_limits.timeout_s) + 1);
+    longest = std::max(longest, std::chrono::duration_cast<seconds>(pc.max_age) + run);
+  }
+  if (config.sessions.enabled) {
+    longest = std::max(longest, std::chrono::duration_cast<seconds>(config.sessions.max_lifetime));
+  }
+  return longest + kMargin;
+}
+
+SandboxService::SandboxService(const config::Config& config, const docker::Client& client,
+                               ServiceOptions options, std::shared_ptr<spdlog::logger> logger)
+    : config_(config),
+      client_(client),
+      options_(std::move(options)),
+      logger_(std::move(logger)),
+      watch_(std::make_unique<StartWatch>(client_, logger_)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     const config::Config& config, const docker::Client& client, ServiceOptions options,
     std::shared_ptr<spdlog::logger> logger) {
   std::unique_ptr<SandboxService> service(
-      new SandboxService(config, std::move(options), std::move(logger)));
+      new SandboxService(config, client, std::move(options), std::move(logger)));
   for (const auto& pc : config.pools) {
     auto image = client.InspectImage(pc.image);
     if (!image.ok()) {
@@ -126,6 +326,7 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     setup.container_seccomp_json = service->options_.container_seccomp_json;
     setup.run_filter_bpf = service->options_.run_filter_bpf;
     setup.instance_id = config.instance_id;
+    setup.extra_labels = service->options_.container_labels;
     PoolEntry entry;
     entry.config = &pc;
     entry.factory =
@@ -196,19 +397,82 @@ Result<runner::RunLimits> SandboxService::ResolveRequest(const exec::RunRequest&
   return limits;
 }
 
+SandboxService::Loss SandboxService::ExplainLoss(const runner::HarnessSandbox& sandbox) const {
+  auto info = client_.InspectContainer(sandbox.container_id(),
+                                       docker::CallOptions::Within(std::chrono::seconds(5)));
+  if (!info.ok()) {
+    if (info.error().code() == ErrorCode::kNotFound) {
+      return {true, "its container " + sandbox.Name() + " no longer exists (removed or killed)"};
+    }
+    return {false, "the Docker engine does not answer (" + info.error().message() + ")"};
+  }
+  if (info->state.status == "paused") return {true, "its container was paused"};
+  if (!info->state.running) {
+    return {true, "its container exited with code " + std::to_string(info->state.exit_code)};
+  }
+  return {false, {}};
+}
+
+Error SandboxService::WithEngineState(const Error& error) const {
+  if (error.code() != ErrorCode::kBusy) return error;
+  // "Busy" may really be an engine that no longer answers: starts hang or fail. Say so.
+  auto ping = client_.Ping(docker::CallOptions::Within(std::chrono::seconds(2)));
+  if (ping.ok()) return error;
+  return Error(ErrorCode::kUnavailable, "the Docker engine does not answer (" +
+                                            ping.error().message() +
+                                            "), so no sandbox could be had: " + error.message());
+}
+
+Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry,
+                                               const std::string& principal, bool verify) const {
+  for (int tried = 0;; ++tried) {
+    auto lease = entry.pool->Acquire(std::nullopt, principal);
+    if (!lease.ok() || !verify) return lease;
+    auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
+    if (sandbox->Healthy() || tried >= entry.config->max_total) return lease;
+    lease->Discard();  // it does not answer either: the pool destroys and replaces it
+  }
+}
+
 Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
                                             exec::RunObserver& observer,
                                             const exec::CancelToken& cancel) {
   auto limits = ResolveRequest(request);
   if (!limits.ok()) return limits.error();
   const PoolEntry* entry = FindPool(request.pool);
-  auto lease = entry->pool->Acquire(std::nullopt, request.principal);
-  if (!lease.ok()) return lease.error();
-  // The factory only makes HarnessSandboxes.
-  auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
-  auto result = sandbox->Run(request.code, request.files, *limits, observer, cancel);
-  if (!sandbox->Reusable()) lease->Discard();
-  return result;
+  for (int attempt = 1;; ++attempt) {
+    auto lease = AcquireFor(*entry, request.principal, attempt > 1);
+    if (!lease.ok()) return WithEngineState(lease.error());
+    // The factory only makes HarnessSandboxes.
+    auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
+    auto watched = std::make_shared<WatchedRun>();
+    watched->container_id = sandbox->container_id();
+    // The caller's token outlives this run and never drops a callback: hold the run's state.
+    cancel.OnCancel([watched] { watched->cancel.Cancel(); });
+    RelayObserver relay(observer, *watched);
+    watch_->Add(watched);
+    auto result = sandbox->Run(request.code, request.files, *limits, relay, watched->cancel);
+    watch_->Remove(watched);
+    if (!sandbox->Reusable()) lease->Discard();
+    const bool lost_by_watch = watched->lost && !cancel.IsCancelled();
+    if (lost_by_watch) {
+      lease->Discard();
+      result.verdict = exec::Verdict::kInternal;
+      result.detail = "the sandbox was lost before the run started";
+    }
+    if (result.verdict != exec::Verdict::kInternal) return result;
+    const Loss loss = lost_by_watch ? Loss{true, watched->lost_why} : ExplainLoss(*sandbox);
+    if (attempt == 1 && loss.gone && !relay.delivered() && !cancel.IsCancelled()) {
+      // Gone before its code ran: nothing reached the caller, so run it on another sandbox.
+      logger_->warn(
+          "pool '{}': sandbox {} was lost before the run started ({}; {}); running it on "
+          "another sandbox",
+          entry->config->name, sandbox->Name(), result.detail, loss.why);
+      continue;
+    }
+    if (!loss.why.empty()) result.detail += "; " + loss.why;
+    return result;
+  }
 }
 
 Result<exec::ServiceInfo> SandboxService::Info() {

@@ -166,6 +166,7 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     setup.container_seccomp_json = options.container_seccomp_json;
     setup.run_filter_bpf = options.run_filter_bpf;
     setup.instance_id = config.instance_id;
+    setup.extra_labels = options.container_labels;
     setup.session = true;
     pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
     po.name = pc.name + "/sessions";

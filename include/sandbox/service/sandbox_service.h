@@ -21,6 +21,7 @@
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/harness_sandbox.h"
+#include "sandbox/service/owner.h"
 
 namespace sandbox::service {
 
@@ -52,16 +53,48 @@ struct ServiceOptions {
   // Most files a request may send, and their total decoded size.
   int max_input_files = 64;
   std::int64_t max_input_bytes = 32LL << 20;
+  // Labels every container of this server carries besides the project's own: main sets the
+  // owner label (owner.h), so the next server's sweep can tell whether this one still runs.
+  std::map<std::string, std::string> container_labels;
 };
 
-// Removes every container of this server instance left by an earlier process (labels
-// io.sandbox-mcp.managed=true and io.sandbox-mcp.instance=<instance_id>). Returns how many.
+// Removes EVERY container of an instance id (labels io.sandbox-mcp.managed=true and
+// io.sandbox-mcp.instance=<instance_id>), live owner or not. Only for a caller that is the
+// instance id's sole user (tests with their unique ids); a server uses SweepLeftovers.
+// Returns how many.
 Result<int> RemoveLeftovers(const docker::Client& client, const std::string& instance_id,
                             const std::shared_ptr<spdlog::logger>& logger);
 
+struct SweepOptions {
+  std::string instance_id;
+  Owner self;                // this server (DetectOwner)
+  bool engine_local = true;  // the engine is reached over a Unix socket (DecideOwner)
+  // Containers without the owner label (older versions) older than this are swept; see
+  // SweepUnlabelled and LeftoverMaxLife.
+  std::chrono::seconds unlabelled_max_life{std::chrono::hours(24)};
+};
+
+struct SweepCounts {
+  int removed = 0;  // leftovers of gone owners (and old unlabelled ones)
+  int kept = 0;     // containers of live or undecidable owners, left alone
+};
+
+// Crash recovery at start-up: removes the containers of the instance whose owner is provably
+// gone (owner.h, DecideOwner) and leaves every other one alone: a live server with the same
+// instance id keeps its sandboxes and sessions.
+Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOptions& options,
+                                   const OwnerProbe& probe,
+                                   const std::shared_ptr<spdlog::logger>& logger);
+
+// The longest a live server keeps one container: a pool's max_age plus its longest run (and
+// the run grace and a start), or a session's max_lifetime, plus a margin. An unlabelled
+// container older than this cannot be a live server's.
+std::chrono::seconds LeftoverMaxLife(const config::Config& config);
+
 class SandboxService final : public exec::ExecutionService {
  public:
-  // Checks that every pool's image exists (a clear error naming it otherwise). Starts nothing.
+  // Checks that every pool's image exists (a clear error naming it otherwise). Starts no pool;
+  // starts the watch thread of runs waiting for their `started` (see Run).
   static Result<std::unique_ptr<SandboxService>> Create(const config::Config& config,
                                                         const docker::Client& client,
                                                         ServiceOptions options,
@@ -73,6 +106,14 @@ class SandboxService final : public exec::ExecutionService {
   // Stops the pools and destroys their idle sandboxes. Idempotent.
   void Shutdown();
 
+  // A run whose lent sandbox turns out gone before its code started (the container was
+  // killed, removed or paused from outside while idle: the run ends kInternal before the
+  // harness's `started`, and the engine confirms the container is not running) is run again,
+  // once, on another sandbox that answers a ping: the user sees no failure. A run whose
+  // `started` has not come within kStartCheckAfter has its container inspected (and again at
+  // that period): one found paused or gone is treated the same way, rather than waiting for
+  // the run's deadline. A sandbox lost after `started` ends the run kInternal, its detail
+  // saying what the engine knows of the container.
   Result<exec::RunResult> Run(const exec::RunRequest& request, exec::RunObserver& observer,
                               const exec::CancelToken& cancel) override;
   Result<exec::ServiceInfo> Info() override;
@@ -82,23 +123,42 @@ class SandboxService final : public exec::ExecutionService {
 
   std::vector<std::pair<std::string, pool::PoolStats>> PoolStats() const;
 
+  static constexpr std::chrono::milliseconds kStartCheckAfter{2000};
+
  private:
+  class StartWatch;
   struct PoolEntry {
     const config::PoolConfig* config = nullptr;
     std::unique_ptr<HarnessSandboxFactory> factory;
     std::unique_ptr<pool::WarmPool> pool;
   };
 
-  SandboxService(const config::Config& config, ServiceOptions options,
+  SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
                  std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
 
+  // What the engine says about a sandbox whose run ended kInternal: whether its container is
+  // gone (killed, removed or paused from outside), and a sentence for the verdict's detail.
+  struct Loss {
+    bool gone = false;
+    std::string why;
+  };
+  Loss ExplainLoss(const runner::HarnessSandbox& sandbox) const;
+  // A lease for a run; on a retry (`verify`) only a sandbox that answers a ping, trying at
+  // most the pool's max_total + 1 sandboxes.
+  Result<pool::Lease> AcquireFor(const PoolEntry& entry, const std::string& principal,
+                                 bool verify) const;
+  // A pool's kBusy becomes kUnavailable, naming the engine, when the engine does not answer.
+  Error WithEngineState(const Error& error) const;
+
   const config::Config& config_;
+  const docker::Client& client_;
   ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   std::map<std::string, PoolEntry> pools_;
   std::mutex info_mu_;
   std::optional<nlohmann::json> packages_;  // cached after the first successful Info()
+  std::unique_ptr<StartWatch> watch_;       // last: its thread stops first
 };
 
 }  // namespace sandbox::service

@@ -66,7 +66,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
-  int pid() const { return pid_; }
+  pid_t pid() const { return pid_; }
 
   // True once /healthz answers 200 and the default pool has at least `idle` idle sandboxes.
   bool Ready(int idle = 1) const {
