@@ -71,9 +71,9 @@ void CheckPathRules(std::string_view path) {
 class Client {
  public:
   Client() {
-    service_.script = [](const sandbox::exec::RunRequest& request,
-                         sandbox::exec::RunObserver& observer,
-                         const sandbox::exec::CancelToken&) -> sandbox::Result<sandbox::exec::RunResult> {
+    service_.script =
+        [](const sandbox::exec::RunRequest& request, sandbox::exec::RunObserver& observer,
+           const sandbox::exec::CancelToken&) -> sandbox::Result<sandbox::exec::RunResult> {
       observer.OnStarted();
       observer.OnOutput(sandbox::exec::Stream::kStdout, request.code);
       observer.OnOutput(sandbox::exec::Stream::kStderr, "err");
@@ -95,9 +95,8 @@ class Client {
   void Step(FuzzedDataProvider& fdp) {
     static constexpr const char* kMethods[] = {"POST", "POST", "GET", "PUT", "DELETE", "HEAD"};
     const std::string method = fdp.PickValueInArray(kMethods);
-    const std::string id = fdp.ConsumeBool() && !session_id_.empty()
-                               ? session_id_
-                               : fdp.ConsumeRandomLengthString(40);
+    const std::string id =
+        fdp.ConsumeBool() && !session_id_.empty() ? session_id_ : fdp.ConsumeRandomLengthString(40);
     std::string target;
     const int route = fdp.ConsumeIntegralInRange(0, 7);
     switch (route) {
@@ -129,8 +128,8 @@ class Client {
     const auto flags = fdp.ConsumeIntegral<std::uint8_t>();
     std::string headers = HeaderLine("Host", "localhost:8080");
     if ((flags & 1) == 0) {
-      headers += HeaderLine("Content-Type",
-                            (flags & 2) == 0 ? "application/json" : fdp.ConsumeRandomLengthString(30));
+      headers += HeaderLine("Content-Type", (flags & 2) == 0 ? "application/json"
+                                                             : fdp.ConsumeRandomLengthString(30));
     }
     const bool stream = (flags & 4) != 0;
     if (stream) headers += HeaderLine("Accept", "text/event-stream");
@@ -144,7 +143,8 @@ class Client {
     }
     CheckPathRules(body);
 
-    auto answer = sandbox::fuzz::ParseHttpAnswer(server_.Serve(BuildRequest(method, target, headers, body)));
+    auto answer =
+        sandbox::fuzz::ParseHttpAnswer(server_.Serve(BuildRequest(method, target, headers, body)));
     FUZZ_CHECK(answer.has_value(), "well-formed HTTP");
     FUZZ_CHECK(answer->status != 500, "no 500");
     FUZZ_CHECK(answer->complete, "a whole body");
@@ -175,8 +175,9 @@ class Client {
     } else if (route == 2) {
       FUZZ_CHECK(answer->status == 201, "created");
       auto parsed = sandbox::ParseJson(answer->body);
-      FUZZ_CHECK(parsed.ok() && parsed->contains("session_id") && (*parsed)["session_id"].is_string(),
-                 "the session");
+      FUZZ_CHECK(
+          parsed.ok() && parsed->contains("session_id") && (*parsed)["session_id"].is_string(),
+          "the session");
       session_id_ = (*parsed)["session_id"].get<std::string>();
       FUZZ_CHECK(answer->Header("location").ends_with(session_id_), "its Location");
     }

@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_CHECK(cond, what)                                                            \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "FUZZ_CHECK failed at %s:%d: %s (%s)\n", __FILE__, __LINE__, \
-                   #cond, what);                                                          \
-      std::abort();                                                                       \
-    }                                                                                     \
+#define FUZZ_CHECK(cond, what)                                                                 \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      std::fprintf(stderr, "FUZZ_CHECK failed at %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond, \
+                   what);                                                                      \
+      std::abort();                                                                            \
+    }                                                                                          \
   } while (0)

@@ -60,8 +60,9 @@ void CheckUtf8(std::string_view bytes, std::string_view splits) {
   sandbox::Utf8StreamDecoder decoder;
   std::string streamed;
   std::string_view rest = bytes;
-  for (unsigned char split : splits) {
-    const std::size_t take = std::min<std::size_t>(split % 8, rest.size());
+  for (char split : splits) {
+    const std::size_t take =
+        std::min<std::size_t>(static_cast<unsigned char>(split) % 8U, rest.size());
     streamed += decoder.Feed(rest.substr(0, take));
     rest.remove_prefix(take);
   }

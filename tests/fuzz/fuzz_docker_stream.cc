@@ -35,11 +35,12 @@ struct Outcome {
   std::string err;
   std::optional<sandbox::Error> error;
   bool boundary = true;
+  std::optional<StreamKind> last;  // the stream of the last byte in `sequence`
 };
 
 void Append(Outcome& o, StreamKind kind, std::string_view data) {
-  const char tag = kind == StreamKind::kStdout ? '1' : '2';
-  if (o.sequence.empty() || o.sequence.back() != tag) o.sequence += tag;
+  if (o.last != kind) o.sequence += kind == StreamKind::kStdout ? "1:" : "2:";
+  o.last = kind;
   o.sequence.append(data);
   (kind == StreamKind::kStdout ? o.out : o.err).append(data);
 }
@@ -92,7 +93,8 @@ Outcome Reference(std::string_view bytes) {
     const std::uint64_t length = (std::uint64_t{h[4]} << 24) | (std::uint64_t{h[5]} << 16) |
                                  (std::uint64_t{h[6]} << 8) | h[7];
     bytes.remove_prefix(8);
-    const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(length, bytes.size()));
+    const std::size_t take =
+        static_cast<std::size_t>(std::min<std::uint64_t>(length, bytes.size()));
     const std::string_view payload = bytes.substr(0, take);
     bytes.remove_prefix(take);
     if (h[0] == 3) {
@@ -128,8 +130,7 @@ void CheckDemux(std::string_view bytes, const std::vector<std::size_t>& cuts) {
   if (ref.error) {
     FUZZ_CHECK(whole.error->code() == ref.error->code(), "the reference's error kind");
     if (ref.error->code() == ErrorCode::kEngine) {
-      const std::string expected =
-          ref.error->message().substr(0, Demuxer::kMaxSystemErrorBytes);
+      const std::string expected = ref.error->message().substr(0, Demuxer::kMaxSystemErrorBytes);
       FUZZ_CHECK(whole.error->message().ends_with(expected), "the daemon's error text");
     }
   } else {
@@ -170,7 +171,8 @@ void CheckHead(std::string_view bytes, const std::vector<std::size_t>& cuts) {
     return;
   }
   if (!head) return;
-  FUZZ_CHECK(end != std::string::npos && head->length == end + 4, "the head ends at the blank line");
+  FUZZ_CHECK(end != std::string::npos && head->length == end + 4,
+             "the head ends at the blank line");
   FUZZ_CHECK(head->status >= 0 && head->status <= 999, "a three-digit status");
   // The same head when all bytes were there at once.
   auto again = sandbox::docker::ParseResponseHead(bytes);

@@ -115,8 +115,8 @@ class Conversation {
     http::LegacySseOptions legacy;
     legacy.principal = guard_->Resolver();
     legacy.sse.poll = std::chrono::milliseconds(5);
-    legacy_ = std::make_unique<http::LegacySseTransport>(dispatcher_, legacy,
-                                                         mcp::testing::NullLogger());
+    legacy_ =
+        std::make_unique<http::LegacySseTransport>(dispatcher_, legacy, mcp::testing::NullLogger());
     legacy_->Register(server_);
   }
 
@@ -134,12 +134,13 @@ class Conversation {
 
   void Step(FuzzedDataProvider& fdp) {
     if (fdp.ConsumeIntegralInRange(0, 15) == 0) {  // raw bytes through httplib's parser
-      auto answer = sandbox::fuzz::ParseHttpAnswer(server_.Serve(fdp.ConsumeRandomLengthString(512)));
+      auto answer =
+          sandbox::fuzz::ParseHttpAnswer(server_.Serve(fdp.ConsumeRandomLengthString(512)));
       FUZZ_CHECK(answer.has_value(), "well-formed HTTP");
       FUZZ_CHECK(answer->status != 500, "no 500");
       return;
     }
-    static constexpr const char* kMethods[] = {"POST", "POST", "POST", "GET", "DELETE",
+    static constexpr const char* kMethods[] = {"POST", "POST",  "POST",    "GET", "DELETE",
                                                "PUT",  "PATCH", "OPTIONS", "HEAD"};
     const std::string method = fdp.PickValueInArray(kMethods);
     const int path_choice = fdp.ConsumeIntegralInRange(0, 7);
@@ -154,8 +155,8 @@ class Conversation {
         target = "/sse";
         break;
       case 4:
-        target = "/messages?sessionId=" + (streams_.empty() ? std::string("none")
-                                                             : streams_.back().session_id);
+        target = "/messages?sessionId=" +
+                 (streams_.empty() ? std::string("none") : streams_.back().session_id);
         break;
       case 5:
         target = "/messages?sessionId=" + fdp.ConsumeRandomLengthString(40);
@@ -174,7 +175,8 @@ class Conversation {
     };
     // Host: good unless bit 0; Origin only with bit 1 (then bit 2 says good).
     headers += HeaderLine("Host", value((flags & 1) == 0, "127.0.0.1:8080"));
-    if ((flags & 2) != 0) headers += HeaderLine("Origin", value((flags & 4) == 0, "http://localhost:6274"));
+    if ((flags & 2) != 0)
+      headers += HeaderLine("Origin", value((flags & 4) == 0, "http://localhost:6274"));
     // Authorization: absent, alice, bob or fuzzed.
     const int auth_choice = (flags >> 3) & 3;
     std::string authorization;
@@ -186,9 +188,11 @@ class Conversation {
     if (auth_choice != 0) headers += HeaderLine("Authorization", authorization);
     const std::string principal = guard_->Principal(authorization);
     if ((flags & 32) == 0) {
-      headers += HeaderLine("Accept", value((flags & 64) == 0, "application/json, text/event-stream"));
+      headers +=
+          HeaderLine("Accept", value((flags & 64) == 0, "application/json, text/event-stream"));
     }
-    if ((flags & 128) == 0) headers += HeaderLine("Content-Type", value((flags & 256) == 0, "application/json"));
+    if ((flags & 128) == 0)
+      headers += HeaderLine("Content-Type", value((flags & 256) == 0, "application/json"));
     const bool with_session = (flags & 512) == 0;
     if (with_session) {
       headers += HeaderLine("Mcp-Session-Id",
@@ -271,7 +275,8 @@ class Conversation {
     std::string headers = HeaderLine("Host", "localhost") +
                           HeaderLine("Authorization", authorization) +
                           HeaderLine("Mcp-Session-Id", session_id_);
-    auto answer = sandbox::fuzz::ParseHttpAnswer(server_.Serve(BuildRequest("DELETE", "/mcp", headers, "")));
+    auto answer =
+        sandbox::fuzz::ParseHttpAnswer(server_.Serve(BuildRequest("DELETE", "/mcp", headers, "")));
     FUZZ_CHECK(answer.has_value(), "well-formed HTTP");
     if (principal != session_principal_) {
       FUZZ_CHECK(answer->status == 404, "another principal cannot end a session");
@@ -281,7 +286,8 @@ class Conversation {
     std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
     headers += HeaderLine("Accept", "application/json, text/event-stream") +
                HeaderLine("Content-Type", "application/json");
-    auto after = sandbox::fuzz::ParseHttpAnswer(server_.Serve(BuildRequest("POST", "/mcp", headers, ping)));
+    auto after =
+        sandbox::fuzz::ParseHttpAnswer(server_.Serve(BuildRequest("POST", "/mcp", headers, ping)));
     FUZZ_CHECK(after && after->status == 404, "an ended session is unknown");
     session_id_.clear();
   }
@@ -298,7 +304,8 @@ class Conversation {
     const auto at = out.find("sessionId=");
     if (at != std::string::npos) {
       const auto end = out.find('\n', at);
-      s.session_id = out.substr(at + 10, end == std::string::npos ? std::string::npos : end - at - 10);
+      s.session_id =
+          out.substr(at + 10, end == std::string::npos ? std::string::npos : end - at - 10);
       FUZZ_CHECK(s.session_id.size() == 64 && IsLowerHex(s.session_id), "a 256-bit hex id");
       streams_.push_back(std::move(s));
       return;

@@ -57,8 +57,7 @@ Kind Classify(const json& m, json& id) {
   if (has_id && !IsId(m["id"])) return Kind::kInvalid;
   auto method = m.find("method");
   if (method == m.end()) {
-    return has_id && (m.contains("result") != m.contains("error")) ? Kind::kSilent
-                                                                    : Kind::kInvalid;
+    return has_id && (m.contains("result") != m.contains("error")) ? Kind::kSilent : Kind::kInvalid;
   }
   if (!method->is_string()) return Kind::kInvalid;
   if (auto p = m.find("params"); p != m.end() && !p->is_object() && !p->is_array()) {

@@ -19,8 +19,7 @@ bool IsIdChar(char c) {
 }
 
 bool IsEncodedChar(char c) {
-  return IsIdChar(c) || c == '.' || c == '~' || c == '/' || c == '%' ||
-         (c >= 'A' && c <= 'F');
+  return IsIdChar(c) || c == '.' || c == '~' || c == '/' || c == '%' || (c >= 'A' && c <= 'F');
 }
 
 }  // namespace
@@ -31,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using sandbox::mcp::kSessionUriPrefix;
 
   // The input as a URI, and with the prefix prepended so the fuzzer need not find it.
-  for (const std::string& uri : {std::string(input), std::string(kSessionUriPrefix) +
-                                                         std::string(input)}) {
+  for (const std::string& uri :
+       {std::string(input), std::string(kSessionUriPrefix) + std::string(input)}) {
     auto ref = sandbox::mcp::ParseSessionFileUri(uri);
     if (!ref) continue;
     FUZZ_CHECK(uri.starts_with(kSessionUriPrefix), "prefix");

@@ -91,18 +91,19 @@ class InMemoryServer final : public httplib::Server {
   InMemoryServer() : running_fd_(::eventfd(0, EFD_CLOEXEC)) {
     FUZZ_CHECK(running_fd_ >= 0, "eventfd");
     svr_sock_ = running_fd_;
-    set_exception_handler([](const httplib::Request& req, httplib::Response&, std::exception_ptr ep) {
-      try {
-        std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "exception escaped the handler of %s %s: %s\n", req.method.c_str(),
-                     req.path.c_str(), e.what());
-      } catch (...) {
-        std::fprintf(stderr, "unknown exception escaped the handler of %s %s\n",
-                     req.method.c_str(), req.path.c_str());
-      }
-      std::abort();
-    });
+    set_exception_handler(
+        [](const httplib::Request& req, httplib::Response&, std::exception_ptr ep) {
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "exception escaped the handler of %s %s: %s\n", req.method.c_str(),
+                         req.path.c_str(), e.what());
+          } catch (...) {
+            std::fprintf(stderr, "unknown exception escaped the handler of %s %s\n",
+                         req.method.c_str(), req.path.c_str());
+          }
+          std::abort();
+        });
   }
   ~InMemoryServer() override {
     svr_sock_ = INVALID_SOCKET;
