@@ -19,11 +19,11 @@
 #include <string_view>
 
 #include "fuzz/fuzz_check.h"
+#include "fuzz/fuzz_dispatcher.h"
 #include "sandbox/core/json.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
-#include "unit/mcp/test_util.h"
 
 namespace {
 
@@ -79,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   mcp::testing::FakeService service;
   sandbox::testing::FakeSessionService sessions;
-  mcp::Dispatcher dispatcher = mcp::testing::MakeSessionDispatcher(service, sessions, 2);
+  mcp::Dispatcher dispatcher = sandbox::fuzz::MakeFuzzDispatcher(service, sessions);
   mcp::Session session("fuzz");
   mcp::testing::RecordingOutbound out;
   auto init = dispatcher.Handle(session, mcp::testing::InitializeRequest(version), out);
