@@ -235,8 +235,9 @@ class Conversation {
     if (answer->status == 202) {
       FUZZ_CHECK(answer->body.empty() || path_choice >= 4, "202 is empty (legacy: Accepted)");
     }
-    if (answer->status == 401 || answer->status == 403 ||
-        (routed && answer->status >= 400 && !httplib_refusal)) {
+    // A HEAD answer has no body, whatever its status.
+    if (method != "HEAD" && (answer->status == 401 || answer->status == 403 ||
+                             (routed && answer->status >= 400 && !httplib_refusal))) {
       CheckRefusal(*answer);
     }
     if (target != "/mcp" || answer->status != 200 || method != "POST") return;
