@@ -66,14 +66,23 @@ class MemoryStream final : public httplib::Stream {
   socket_t socket() const override { return INVALID_SOCKET; }
 
   void Close() { closed_.store(true); }
+  // The server is done with this connection (wakes WaitFor).
+  void Finish() {
+    {
+      std::lock_guard lock(mu_);
+      finished_ = true;
+    }
+    cv_.notify_all();
+  }
   std::string output() const {
     std::lock_guard lock(mu_);
     return out_;
   }
-  // Waits (up to `limit`) until the output contains `needle`; returns the output.
+  // Waits (up to `limit`) until the output contains `needle` or the server is done with the
+  // connection; returns the output.
   std::string WaitFor(std::string_view needle, std::chrono::seconds limit) {
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, limit, [&] { return out_.find(needle) != std::string::npos; });
+    cv_.wait_for(lock, limit, [&] { return finished_ || out_.find(needle) != std::string::npos; });
     return out_;
   }
 
@@ -84,6 +93,7 @@ class MemoryStream final : public httplib::Stream {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string out_;
+  bool finished_ = false;
 };
 
 class InMemoryServer final : public httplib::Server {
@@ -116,6 +126,7 @@ class InMemoryServer final : public httplib::Server {
   void Serve(MemoryStream& stream) {
     bool closed = false;
     process_request(stream, /*close_connection=*/true, closed, nullptr);
+    stream.Finish();
   }
   std::string Serve(std::string raw) {
     MemoryStream stream(std::move(raw));
