@@ -17,6 +17,18 @@ constexpr std::size_t kPauseAboveBytes = std::size_t{8} * 1024 * 1024;
 // Longest single wait inside Next/Open; Stop() interrupts it anyway.
 constexpr long kMaxPollMs = 1000;
 
+// A member of the type the engine documents; any other type counts as absent (json's value()
+// would throw a type error out of the watcher's thread, ending the process).
+std::string StringMember(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::int64_t IntegerMember(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
 }  // namespace
 
 std::optional<int> Event::exit_code() const {
@@ -37,11 +49,12 @@ Result<Event> ParseEvent(std::string_view line) {
   }
   const nlohmann::json& j = *parsed;
   Event e;
-  e.type = j.value("Type", "");
-  e.action = j.value("Action", j.value("status", ""));
+  e.type = StringMember(j, "Type");
+  e.action = StringMember(j, "Action");
+  if (e.action.empty()) e.action = StringMember(j, "status");  // engines before API 1.22
   auto actor = j.find("Actor");
   if (actor != j.end() && actor->is_object()) {
-    e.actor_id = actor->value("ID", "");
+    e.actor_id = StringMember(*actor, "ID");
     auto attrs = actor->find("Attributes");
     if (attrs != actor->end() && attrs->is_object()) {
       for (auto it = attrs->begin(); it != attrs->end(); ++it) {
@@ -49,9 +62,9 @@ Result<Event> ParseEvent(std::string_view line) {
       }
     }
   }
-  if (e.actor_id.empty()) e.actor_id = j.value("id", "");
-  e.time = j.value("time", std::int64_t{0});
-  e.time_nano = j.value("timeNano", std::int64_t{0});
+  if (e.actor_id.empty()) e.actor_id = StringMember(j, "id");
+  e.time = IntegerMember(j, "time");
+  e.time_nano = IntegerMember(j, "timeNano");
   e.raw = std::move(j);
   if (e.action.empty()) {
     return Error(ErrorCode::kProtocol, "Docker event without an Action: " + e.raw.dump());

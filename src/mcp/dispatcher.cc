@@ -60,8 +60,12 @@ std::optional<json> Dispatcher::HandleBatch(Session& session, const json& batch,
   }
   json responses = json::array();
   for (const auto& member : batch) {
-    if (member.is_object() && member.value("method", "") == "initialize") {
-      responses.push_back(ErrorResponse(member.value("id", json()), rpc_code::kInvalidRequest,
+    // Compared as JSON: a member whose method is no string is ParseMessage's to refuse (json's
+    // value("method", "") would throw out of the transport for it).
+    if (member.is_object() && member.contains("method") && member["method"] == "initialize") {
+      auto id = member.find("id");
+      const bool valid_id = id != member.end() && (id->is_string() || id->is_number());
+      responses.push_back(ErrorResponse(valid_id ? *id : json(), rpc_code::kInvalidRequest,
                                         "initialize must not be part of a batch"));
       continue;
     }

@@ -351,7 +351,7 @@ class FakeSessionService final : public exec::SessionService {
                              1767225600.5};
   }
 
-  const Options options_;
+  const Options options_{};  // {}: clang deletes the default constructor otherwise
   mutable std::mutex mu_;
   std::map<std::string, Session> sessions_;
   std::vector<std::string> calls_;

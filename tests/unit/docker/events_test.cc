@@ -41,6 +41,25 @@ TEST(EventParseTest, OomHasNoExitCodeAndGarbageIsRejected) {
   EXPECT_FALSE(ParseEvent("{}").ok());
 }
 
+// Found by fuzz_docker_answers: a member of another type than documented ("Action": 7) threw a
+// JSON type error out of ParseEvent, which runs on the event watcher's thread (the process
+// terminated).
+TEST(EventParseTest, MembersOfOtherTypesCountAsAbsent) {
+  auto e = ParseEvent(
+      R"({"Type":1,"Action":7,"status":"die","Actor":{"ID":[],"Attributes":{"exitCode":"1"}},)"
+      R"("id":"abc","time":"soon","timeNano":1.5e300})");
+  ASSERT_TRUE(e.ok()) << e.error().ToString();
+  EXPECT_EQ(e->type, "");
+  EXPECT_EQ(e->action, "die");
+  EXPECT_EQ(e->actor_id, "abc");
+  EXPECT_EQ(e->time, 0);
+  EXPECT_EQ(e->time_nano, 0);
+  EXPECT_EQ(*e->exit_code(), 1);
+  auto none = ParseEvent(R"({"Action":700000001})");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code(), ErrorCode::kProtocol);
+}
+
 std::string Chunk(const std::string& data) {
   char size[32];
   std::snprintf(size, sizeof(size), "%zx\r\n", data.size());

@@ -383,6 +383,27 @@ TEST_F(DispatcherTest, BatchesOnlyIn20250326) {
   EXPECT_EQ(answered[1]["id"], "b");
 }
 
+// Found by fuzz_mcp_dispatcher: a batch member with a non-string method threw a JSON type error
+// out of HandleBatch (stdio: the server terminated; HTTP: a 500 without a JSON body).
+TEST_F(DispatcherTest, BatchMembersOfAnyShapeGetAnErrorNotAnException) {
+  Session old;
+  dispatcher_.Handle(old, InitializeRequest("2025-03-26"), out_);
+  json answered = *dispatcher_.HandleText(old,
+                                          R"([{"jsonrpc":"2.0","id":1,"method":5},)"
+                                          R"({"jsonrpc":"2.0","id":{"a":1},"method":"initialize"},)"
+                                          R"({"jsonrpc":"2.0","id":2,"method":"ping"}])",
+                                          out_);
+  ASSERT_TRUE(answered.is_array());
+  ASSERT_EQ(answered.size(), 3u);
+  EXPECT_EQ(answered[0]["id"], 1);
+  EXPECT_EQ(answered[0]["error"]["code"], rpc_code::kInvalidRequest);
+  // An id that is no string or number is not echoed (a JSON-RPC response cannot carry it).
+  EXPECT_TRUE(answered[1]["id"].is_null()) << answered[1];
+  EXPECT_EQ(answered[1]["error"]["code"], rpc_code::kInvalidRequest);
+  EXPECT_EQ(answered[2]["id"], 2);
+  EXPECT_TRUE(answered[2].contains("result"));
+}
+
 TEST_F(DispatcherTest, BatchesAreBoundedInSize) {
   Session old;
   dispatcher_.Handle(old, InitializeRequest("2025-03-26"), out_);
