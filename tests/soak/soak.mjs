@@ -1,5 +1,6 @@
 // Soak test: a real sandbox-mcp (SANDBOX_MCP_BIN) in a recycle pool, then in a fresh pool, each
-// driven for half of DURATION by 8 concurrent clients of the official TypeScript SDK (1.32.2,
+// driven for half of DURATION (a fifth of it warm-up; the waits for rest, the calls in flight at
+// the end, server starts and shutdowns come on top) by 8 concurrent clients of the official TypeScript SDK (1.32.2,
 // tests/e2e's node_modules) over Streamable HTTP, through the real Docker engine. The clients mix
 // every kind of run a model makes: print, matplotlib plots, exceptions, timeouts, memory kills,
 // output floods, file round trips, sessions and cancellations.
@@ -7,7 +8,7 @@
 // It fails (exit 1) on any unexpected error (a call that rejects, a client or transport error,
 // a response to a cancelled request), on any verdict other than the workload's, when the
 // server's RSS, thread count or open fds grew by 10 % or more between the end of warm-up and
-// the end (both measured at rest: clients parked, pool refilled, no session open), when the
+// the end (both measured at rest: clients disconnected, pool refilled, no session open), when the
 // pool still has a run leased after the clients stopped (a cancelled run that was not killed),
 // when the server does not exit 0 on SIGTERM, or when a container of its instance is left.
 //
@@ -330,8 +331,11 @@ function percentile(sorted, q) {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
 
+// Ends the client's MCP session (DELETE, as a well-behaved client does) and closes it, so the
+// server holds no state for it when the soak measures at rest.
 async function closeClient(client) {
   client.soakClosing = true;
+  await client.transport?.terminateSession().catch(() => {});
   await client.close();
 }
 
@@ -376,9 +380,11 @@ async function runPhase(mode, logDir, stamp) {
     }
   }, SAMPLE_MS);
 
-  // Clients run until `stopAt`; at the end of warm-up they park so the baseline is taken at rest.
+  // At the end of warm-up the clients park so the baseline is taken at rest; once released they
+  // run until `stopAt`, the rest of the phase counted from the release (so the wait for rest
+  // does not eat into the measured time).
   const warmupEnd = Date.now() + WARMUP_MS;
-  const stopAt = t0 + PHASE_MS;
+  let stopAt = Infinity;
   let parked = 0;
   let release;
   const released = new Promise((resolve) => (release = resolve));
@@ -435,7 +441,7 @@ async function runPhase(mode, logDir, stamp) {
 
   // A loop that ends early (a failed reconnect) still parks, so the others are not held.
   const loops = Array.from({ length: opts.clients }, (_, i) => clientLoop(i).catch((err) => addError(i, 'loop', err)).finally(() => park(i)));
-  let health = {};
+  const health = {};
   try {
     await everyoneParked;
     log(`warm-up done (${runs.length} runs); waiting for rest`);
@@ -445,6 +451,7 @@ async function runPhase(mode, logDir, stamp) {
     });
     marks.baseline = sample('baseline');
     log(`baseline ${JSON.stringify(marks.baseline)}`);
+    stopAt = Date.now() + PHASE_MS - WARMUP_MS;
     release();
     await Promise.all(loops);
     log(`clients stopped and disconnected (${runs.length} runs); waiting for rest`);
