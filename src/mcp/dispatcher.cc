@@ -208,7 +208,7 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
                              ? "the session has ended"
                              : "a request with id " + IdKey(id) + " is already in flight");
   }
-  RequestNotifier notifier(out, progress_token, session.log_level());
+  RequestNotifier notifier(out, progress_token, session.log_level(), cancel.get());
   ToolContext context{*cancel, notifier, session.principal()};
   Result<json> result = sandbox::Error(ErrorCode::kInternal, "not run");
   try {

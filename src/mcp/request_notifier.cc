@@ -18,11 +18,15 @@ json Number(double value) {
 }  // namespace
 
 RequestNotifier::RequestNotifier(Outbound& out, nlohmann::json progress_token,
-                                 std::optional<LogLevel> log_threshold)
-    : out_(out), progress_token_(std::move(progress_token)), log_threshold_(log_threshold) {}
+                                 std::optional<LogLevel> log_threshold,
+                                 const exec::CancelToken* cancel)
+    : out_(out),
+      progress_token_(std::move(progress_token)),
+      log_threshold_(log_threshold),
+      cancel_(cancel) {}
 
 void RequestNotifier::Progress(const std::string& message) {
-  if (!wants_progress()) return;
+  if (!wants_progress() || cancelled()) return;
   std::lock_guard lock(mu_);
   double next = last_progress_ ? *last_progress_ + 1 : 1;
   last_progress_ = next;
@@ -33,7 +37,7 @@ void RequestNotifier::Progress(const std::string& message) {
 
 void RequestNotifier::ProgressValue(double progress, std::optional<double> total,
                                     const std::string& message) {
-  if (!wants_progress()) return;
+  if (!wants_progress() || cancelled()) return;
   std::lock_guard lock(mu_);
   if (last_progress_ && progress <= *last_progress_) progress = *last_progress_ + 1;
   last_progress_ = progress;
@@ -44,7 +48,7 @@ void RequestNotifier::ProgressValue(double progress, std::optional<double> total
 }
 
 void RequestNotifier::Log(LogLevel level, const std::string& logger, nlohmann::json data) {
-  if (!WantsLog(level)) return;
+  if (!WantsLog(level) || cancelled()) return;
   std::lock_guard lock(mu_);
   json params = {{"level", LogLevelName(level)}, {"data", std::move(data)}};
   if (!logger.empty()) params["logger"] = logger;
