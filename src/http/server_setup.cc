@@ -11,6 +11,7 @@
 
 #include "http_util.h"
 #include "sandbox/http/request_head.h"
+#include "sandbox/http/worker_pool.h"
 
 namespace sandbox::http {
 namespace {
@@ -47,9 +48,10 @@ std::string OwnRefusalMessage(const httplib::Request& req, int status,
 void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& options,
                          const RequestGuard& guard) {
   // The Debian .so ignores CPPHTTPLIB_THREAD_POOL_COUNT; only new_task_queue sizes the pool.
+  // Workers start on demand and the last idle one serves next (WorkerPool says why).
   const auto threads = static_cast<std::size_t>(std::max(options.threads, 1)) +
                        static_cast<std::size_t>(std::max(options.stream_workers, 0));
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.new_task_queue = [threads] { return new WorkerPool(threads); };
   server.set_payload_max_length(static_cast<std::size_t>(options.max_body_bytes));
   server.set_read_timeout(options.read_timeout_s, 0);
   server.set_write_timeout(options.write_timeout_s, 0);
