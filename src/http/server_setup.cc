@@ -51,7 +51,9 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
   // Workers start on demand and the last idle one serves next (WorkerPool says why).
   const auto threads = static_cast<std::size_t>(std::max(options.threads, 1)) +
                        static_cast<std::size_t>(std::max(options.stream_workers, 0));
-  server.new_task_queue = [threads] { return new WorkerPool(threads); };
+  // The ordinary workers start at once (a steady thread count); stream workers on demand.
+  const auto ordinary = static_cast<std::size_t>(std::max(options.threads, 1));
+  server.new_task_queue = [threads, ordinary] { return new WorkerPool(threads, ordinary); };
   server.set_payload_max_length(static_cast<std::size_t>(options.max_body_bytes));
   server.set_read_timeout(options.read_timeout_s, 0);
   server.set_write_timeout(options.write_timeout_s, 0);

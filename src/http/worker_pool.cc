@@ -1,10 +1,17 @@
 #include "sandbox/http/worker_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace sandbox::http {
 
-WorkerPool::WorkerPool(std::size_t max_threads) : max_threads_(max_threads > 0 ? max_threads : 1) {}
+WorkerPool::WorkerPool(std::size_t max_threads, std::size_t min_threads)
+    : max_threads_(max_threads > 0 ? max_threads : 1) {
+  std::lock_guard lock(mu_);
+  while (threads_.size() < std::min(min_threads, max_threads_)) {
+    threads_.emplace_back([this] { Work(nullptr); });
+  }
+}
 
 WorkerPool::~WorkerPool() { shutdown(); }
 

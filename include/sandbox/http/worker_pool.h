@@ -1,6 +1,6 @@
 // WorkerPool: the task queue behind the HTTP server (httplib's TaskQueue), in place of
 // httplib::ThreadPool. Two differences matter for a long-running server:
-//   - workers start on demand, up to `max_threads`, instead of all at start-up, so a server
+//   - `min_threads` workers start at once, more on demand up to `max_threads`, so a server
 //     that never has 320 requests at once never has 320 threads;
 //   - the worker that became idle last takes the next task (LIFO), instead of whichever waiter
 //     the condition variable wakes (in practice every thread in turn). Each thread keeps the
@@ -25,7 +25,7 @@ namespace sandbox::http {
 
 class WorkerPool final : public httplib::TaskQueue {
  public:
-  explicit WorkerPool(std::size_t max_threads);
+  explicit WorkerPool(std::size_t max_threads, std::size_t min_threads = 0);
   ~WorkerPool() override;
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

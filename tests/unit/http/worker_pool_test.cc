@@ -42,6 +42,22 @@ TEST(WorkerPoolTest, SequentialTasksReuseOneWarmThread) {
   pool.shutdown();
 }
 
+TEST(WorkerPoolTest, MinThreadsStartAtOnceAndTheLastIdleServes) {
+  WorkerPool pool(8, 4);
+  ASSERT_TRUE(WaitFor([&] { return pool.idle() == 4; }));
+  EXPECT_EQ(pool.threads(), 4u);
+  std::set<std::thread::id> seen;
+  for (int i = 0; i < 50; ++i) {
+    std::promise<std::thread::id> ran;
+    auto done = ran.get_future();
+    pool.enqueue([&ran] { ran.set_value(std::this_thread::get_id()); });
+    seen.insert(done.get());
+    ASSERT_TRUE(WaitFor([&] { return pool.idle() == 4; }));
+  }
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(pool.threads(), 4u);
+}
+
 TEST(WorkerPoolTest, GrowsToMaxThreadsThenQueues) {
   WorkerPool pool(3);
   std::mutex mu;
