@@ -423,8 +423,8 @@ Error SandboxService::WithEngineState(const Error& error) const {
                                             "), so no sandbox could be had: " + error.message());
 }
 
-Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry,
-                                               const std::string& principal, bool verify) const {
+Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry, const std::string& principal,
+                                               bool verify) const {
   for (int tried = 0;; ++tried) {
     auto lease = entry.pool->Acquire(std::nullopt, principal);
     if (!lease.ok() || !verify) return lease;
