@@ -65,7 +65,7 @@ Result<Event> ParseEvent(std::string_view line) {
   if (e.actor_id.empty()) e.actor_id = StringMember(j, "id");
   e.time = IntegerMember(j, "time");
   e.time_nano = IntegerMember(j, "timeNano");
-  e.raw = std::move(j);
+  e.raw = std::move(parsed).value();
   if (e.action.empty()) {
     return Error(ErrorCode::kProtocol, "Docker event without an Action: " + e.raw.dump());
   }
