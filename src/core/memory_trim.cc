@@ -18,6 +18,8 @@ MemoryTrimmer::~MemoryTrimmer() {
 
 bool MemoryTrimmer::TrimNow() { return malloc_trim(0) != 0; }
 
+void MemoryTrimmer::LimitArenas(int arenas) { mallopt(M_ARENA_MAX, arenas); }
+
 void MemoryTrimmer::Loop() {
   std::unique_lock lock(mu_);
   while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {

@@ -193,6 +193,8 @@ void RaiseDescriptorLimit(const sandbox::config::ServerConfig& server,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Few arenas: freed result buffers are reused across threads and trimmed (MemoryTrimmer).
+  sandbox::MemoryTrimmer::LimitArenas(4);
   std::vector<char*> args(argv, argv + argc);
   const bool conformance_fixtures = TakeFlag(args, "--conformance-fixtures");
   auto parsed =

@@ -21,6 +21,10 @@ class MemoryTrimmer {
 
   // One trim now, on the caller's thread; returns whether memory was given back.
   static bool TrimNow();
+  // Caps glibc's malloc arenas (default 8 per core): with hundreds of HTTP and run threads each
+  // new thread may get an arena of its own, and freed memory scattered over many arenas is
+  // neither reused by the others nor trimmed well. Call once, before threads start.
+  static void LimitArenas(int arenas);
 
  private:
   void Loop();
