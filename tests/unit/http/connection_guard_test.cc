@@ -145,17 +145,20 @@ class GuardTest : public ::testing::Test {
                                        });
     });
     http_.Get("/stream", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_chunked_content_provider("text/event-stream",
-                                       [this](std::size_t, httplib::DataSink& sink) {
-                                         stream_started_ = true;
-                                         // Like the transports: wait, watching the client.
-                                         while (sink.is_writable()) {
-                                           std::this_thread::sleep_for(20ms);
-                                           if (!sink.write(": ping\n\n", 8)) break;
-                                         }
-                                         stream_cancelled_ = true;
-                                         return false;
-                                       });
+      res.set_chunked_content_provider(
+          "text/event-stream", [this](std::size_t, httplib::DataSink& sink) {
+            stream_started_ = true;
+            // Like the transports: wait, watching the client.
+            // Bounded: a missed cancel fails the test below
+            // instead of hanging http_.stop().
+            const auto until = std::chrono::steady_clock::now() + 15s;
+            while (sink.is_writable() && std::chrono::steady_clock::now() < until) {
+              std::this_thread::sleep_for(20ms);
+              if (!sink.write(": ping\n\n", 8)) break;
+            }
+            stream_cancelled_ = std::chrono::steady_clock::now() < until;
+            return false;
+          });
     });
     http_.Get("/throw", [](const httplib::Request&, httplib::Response&) {
       throw std::runtime_error("secret detail");
