@@ -310,16 +310,23 @@ int PrincipalCount(const Config& config) {
   return std::max(1, named + (config.server.token.empty() ? 0 : 1));
 }
 
+namespace {
+
+// One principal's share of a server-wide bound: the configured share, else bound / divisor;
+// the whole bound while only one principal exists (there is nobody to starve).
+int ShareOf(const Config& config, int configured, int bound, int divisor) {
+  if (PrincipalCount(config) == 1) return bound;
+  return configured > 0 ? configured : std::max(1, bound / divisor);
+}
+
+}  // namespace
+
 int StreamsPerPrincipal(const Config& config) {
-  if (PrincipalCount(config) == 1) return config.server.max_streams;  // nobody to starve
-  const int share = config.per_principal.max_streams;
-  return share > 0 ? share : std::max(1, config.server.max_streams / 2);
+  return ShareOf(config, config.per_principal.max_streams, config.server.max_streams, 2);
 }
 
 int McpSessionsPerPrincipal(const Config& config) {
-  if (PrincipalCount(config) == 1) return config.server.max_mcp_sessions;
-  const int share = config.per_principal.max_mcp_sessions;
-  return share > 0 ? share : std::max(1, config.server.max_mcp_sessions / 10);
+  return ShareOf(config, config.per_principal.max_mcp_sessions, config.server.max_mcp_sessions, 10);
 }
 
 Result<Config> ApplyJson(Config base, const json& doc) {

@@ -50,16 +50,6 @@ Result<std::unique_ptr<PrincipalQuota::Ticket>> PrincipalQuota::Admit(
   return std::unique_ptr<Ticket>(new Ticket(this, principal));
 }
 
-Status PrincipalQuota::Check(const std::string& principal) const {
-  std::lock_guard lock(mu_);
-  const Clock::time_point now = now_();
-  auto it = accounts_.find(principal);
-  if (it == accounts_.end()) return OkStatus();  // a fresh account admits (limits >= 1)
-  Account copy = it->second;
-  if (auto refused = RefusalLocked(copy, now)) return *refused;
-  return OkStatus();
-}
-
 void PrincipalQuota::Release(const std::string& principal) {
   std::lock_guard lock(mu_);
   auto it = accounts_.find(principal);

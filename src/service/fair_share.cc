@@ -1,16 +1,22 @@
 #include "sandbox/service/fair_share.h"
 
 namespace sandbox::service {
+namespace {
+
+// A ticket for a run of `principal`; none (and no limit) for the server's own runs ("").
+Result<std::unique_ptr<PrincipalQuota::Ticket>> AdmitRun(PrincipalQuota& quota,
+                                                         const std::string& principal) {
+  if (principal.empty()) return std::unique_ptr<PrincipalQuota::Ticket>();
+  return quota.Admit(principal);
+}
+
+}  // namespace
 
 Result<exec::RunResult> FairShareRuns::Run(const exec::RunRequest& request,
                                            exec::RunObserver& observer,
                                            const exec::CancelToken& cancel) {
-  std::unique_ptr<PrincipalQuota::Ticket> ticket;
-  if (!request.principal.empty()) {
-    auto admitted = quota_.Admit(request.principal);
-    if (!admitted.ok()) return admitted.error();
-    ticket = std::move(*admitted);
-  }
+  auto ticket = AdmitRun(quota_, request.principal);
+  if (!ticket.ok()) return ticket.error();
   return inner_.Run(request, observer, cancel);
 }
 
@@ -19,12 +25,8 @@ Result<exec::RunResult> FairShareSessions::Run(const std::string& principal,
                                                const exec::RunRequest& request,
                                                exec::RunObserver& observer,
                                                const exec::CancelToken& cancel) {
-  std::unique_ptr<PrincipalQuota::Ticket> ticket;
-  if (!principal.empty()) {
-    auto admitted = quota_.Admit(principal);
-    if (!admitted.ok()) return admitted.error();
-    ticket = std::move(*admitted);
-  }
+  auto ticket = AdmitRun(quota_, principal);
+  if (!ticket.ok()) return ticket.error();
   return inner_.Run(principal, session_id, request, observer, cancel);
 }
 

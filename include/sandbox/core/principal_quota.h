@@ -52,9 +52,6 @@ class PrincipalQuota {
 
   // A ticket for one more run of `principal`, or kRateLimited. The quota must outlive tickets.
   Result<std::unique_ptr<Ticket>> Admit(const std::string& principal);
-  // Whether Admit() would succeed now, taking nothing: for a caller that must answer a
-  // refusal before it commits to a response (an SSE stream's status is sent first).
-  Status Check(const std::string& principal) const;
 
   int in_progress(const std::string& principal) const;
   const FairShareOptions& options() const { return options_; }

@@ -44,10 +44,8 @@ TEST_F(PrincipalQuotaTest, ConcurrentRunsArePerPrincipal) {
   EXPECT_EQ(a3.error().code(), ErrorCode::kRateLimited);
   EXPECT_EQ(a3.error().retry_after_s(), 1);
   EXPECT_THAT(a3.error().message(), HasSubstr("per_principal.max_concurrent_runs"));
-  EXPECT_FALSE(quota.Check("alice").ok());
   EXPECT_TRUE(quota.Admit("bob").ok());  // another token is not affected
   a1->reset();
-  EXPECT_TRUE(quota.Check("alice").ok());
   EXPECT_TRUE(quota.Admit("alice").ok());
 }
 
@@ -61,7 +59,6 @@ TEST_F(PrincipalQuotaTest, RunsPerMinuteAllowAMinutesBurstThenTheRate) {
   EXPECT_THAT(refused.error().message(), HasSubstr("per_principal.runs_per_minute"));
   EXPECT_TRUE(quota.Admit("bob").ok());
   now_ += 1s;
-  EXPECT_TRUE(quota.Check("alice").ok());
   EXPECT_TRUE(quota.Admit("alice").ok());
   EXPECT_FALSE(quota.Admit("alice").ok());
   now_ += 10min;  // refills to a minute's worth, not more
@@ -77,14 +74,6 @@ TEST_F(PrincipalQuotaTest, RetryAfterCoversTheWaitForOneRun) {
   EXPECT_EQ(refused.error().retry_after_s(), 10);
   now_ += std::chrono::seconds(refused.error().retry_after_s());
   EXPECT_TRUE(quota.Admit("alice").ok());
-}
-
-TEST_F(PrincipalQuotaTest, CheckTakesNothing) {
-  auto quota = Make(1, 1);
-  for (int i = 0; i < 10; ++i) EXPECT_TRUE(quota.Check("alice").ok());
-  auto t = quota.Admit("alice");
-  ASSERT_TRUE(t.ok());
-  EXPECT_FALSE(quota.Check("alice").ok());
 }
 
 }  // namespace
