@@ -84,10 +84,13 @@ for target in "${targets[@]}"; do
   [[ -f "$root/tests/fuzz/$target.dict" ]] && args+=(-dict="$root/tests/fuzz/$target.dict")
   log "$target: ${seconds}s (log $out/logs/$target.log)"
   rc=0
+  # Findings of earlier runs stay in $artifacts; only this run's count.
+  stamp="$out/logs/$target.start"
+  touch "$stamp"
   "$binary" "${args[@]}" "$corpus" "$seeds" >"$out/logs/$target.log" 2>&1 || rc=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/logs/$target.log" | tail -n 1)"
   # slow-unit-* (an input above 10 s) are kept but are no finding; a hang is a timeout-*.
-  found="$(find "$artifacts" -type f ! -name 'slow-unit-*' | wc -l)"
+  found="$(find "$artifacts" -type f ! -name 'slow-unit-*' -newer "$stamp" | wc -l)"
   if ((rc != 0 || found > 0)); then
     status=1
     result="FOUND (exit $rc, $found artifact(s) in $artifacts)"

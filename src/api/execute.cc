@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sandbox/core/base64.h"
+#include "sandbox/core/json.h"
 #include "sandbox/core/utf8.h"
 
 namespace sandbox::api {
@@ -39,20 +40,11 @@ std::optional<ApiError> ReadTimeout(const json& value, std::optional<double>& ou
 // A positive integer number of bytes into `out` (an integral float such as 5e8 is accepted).
 std::optional<ApiError> ReadBytes(const std::string& key, const json& value,
                                   std::optional<std::int64_t>& out) {
-  std::int64_t bytes = 0;
-  if (value.is_number_integer() && !value.is_number_unsigned()) {
-    bytes = value.get<std::int64_t>();
-  } else if (value.is_number_unsigned() &&
-             value.get<std::uint64_t>() <=
-                 static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    bytes = static_cast<std::int64_t>(value.get<std::uint64_t>());
-  } else if (value.is_number_float() && std::isfinite(value.get<double>()) &&
-             value.get<double>() == std::floor(value.get<double>()) &&
-             std::fabs(value.get<double>()) <= 9007199254740992.0) {
-    bytes = static_cast<std::int64_t>(value.get<double>());
-  } else {
+  auto integer = JsonInteger(value);
+  if (!integer) {
     return Refuse(key, key + ": expected an integer number of bytes, got " + TypeName(value));
   }
+  const std::int64_t bytes = *integer;
   if (bytes <= 0) return Refuse(key, key + ": expected a positive number of bytes");
   out = bytes;
   return std::nullopt;

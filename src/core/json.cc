@@ -1,6 +1,8 @@
 #include "sandbox/core/json.h"
 
+#include <cmath>
 #include <exception>
+#include <limits>
 
 namespace sandbox {
 
@@ -71,6 +73,24 @@ Result<nlohmann::json> ParseJson(std::string_view text, const JsonParseOptions& 
   } catch (const std::exception& e) {  // std::bad_alloc on absurd input
     return Error(ErrorCode::kLimit, std::string("JSON could not be parsed: ") + e.what());
   }
+}
+
+std::optional<std::int64_t> JsonInteger(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    const auto wide = value.get<std::uint64_t>();
+    if (wide > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(wide);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  if (value.is_number_float()) {
+    constexpr double kExact = 9007199254740992.0;  // 2^53
+    const double d = value.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > kExact) return std::nullopt;
+    return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
 }
 
 }  // namespace sandbox

@@ -18,7 +18,10 @@ MemoryTrimmer::~MemoryTrimmer() {
 
 bool MemoryTrimmer::TrimNow() { return malloc_trim(0) != 0; }
 
-void MemoryTrimmer::LimitArenas(int arenas) { mallopt(M_ARENA_MAX, arenas); }
+void MemoryTrimmer::LimitArenas(int arenas) {
+  // main calls this once, before any thread starts.
+  mallopt(M_ARENA_MAX, arenas);  // NOLINT(concurrency-mt-unsafe)
+}
 
 void MemoryTrimmer::Loop() {
   std::unique_lock lock(mu_);

@@ -1,10 +1,12 @@
 #include "sandbox/docker/archive.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
 
 namespace sandbox::docker {
@@ -208,50 +210,33 @@ Result<TarEntry> ExtractSingleFile(std::string_view archive) {
   return Error(ErrorCode::kNotFound, "tar archive holds no regular file");
 }
 
-Result<std::string> Base64Decode(std::string_view text) {
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    int v = 0;
-    if (c >= 'A' && c <= 'Z')
-      v = c - 'A';
-    else if (c >= 'a' && c <= 'z')
-      v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9')
-      v = c - '0' + 52;
-    else if (c == '+')
-      v = 62;
-    else if (c == '/')
-      v = 63;
-    else if (c == '=')
-      break;
-    else
-      return Error(ErrorCode::kProtocol, "invalid base64");
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
-
 Result<PathStat> ParsePathStatHeader(std::string_view header_value) {
   auto decoded = Base64Decode(header_value);
-  if (!decoded.ok()) return decoded.error().WithContext("X-Docker-Container-Path-Stat");
+  if (!decoded.ok()) {
+    return Error(ErrorCode::kProtocol,
+                 "X-Docker-Container-Path-Stat is not base64: " + decoded.error().message());
+  }
   auto parsed = ParseJson(*decoded);
   if (!parsed.ok() || !parsed->is_object()) {
     return Error(ErrorCode::kProtocol, "X-Docker-Container-Path-Stat is not a JSON object");
   }
   const nlohmann::json& j = *parsed;
+  // Members of another type count as absent: json::value() would throw out of the caller.
+  auto text = [&j](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto integer = [&j](const char* key) -> std::int64_t {
+    auto it = j.find(key);
+    return it != j.end() ? JsonInteger(*it).value_or(0) : 0;
+  };
   PathStat st;
-  st.name = j.value("name", "");
-  st.size = j.value("size", std::int64_t{0});
-  st.mode = j.value("mode", std::uint32_t{0});
-  st.mtime = j.value("mtime", "");
-  st.link_target = j.value("linkTarget", "");
+  st.name = text("name");
+  st.size = integer("size");
+  const std::int64_t mode = integer("mode");
+  st.mode = mode >= 0 && mode <= UINT32_MAX ? static_cast<std::uint32_t>(mode) : 0;
+  st.mtime = text("mtime");
+  st.link_target = text("linkTarget");
   return st;
 }
 

@@ -26,7 +26,7 @@ std::string StringMember(const nlohmann::json& j, const char* key) {
 
 std::int64_t IntegerMember(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+  return it != j.end() ? sandbox::JsonInteger(*it).value_or(0) : 0;
 }
 
 }  // namespace

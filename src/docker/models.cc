@@ -1,5 +1,7 @@
 #include "sandbox/docker/models.h"
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -12,7 +14,8 @@ std::string Str(const json& j, const char* key) {
 
 std::int64_t Int(const json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+  if (it == j.end()) return 0;
+  return sandbox::JsonInteger(*it).value_or(0);
 }
 
 bool Bool(const json& j, const char* key) {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "sandbox/core/json.h"
+
 namespace sandbox::mcp::detail {
 
 using json = nlohmann::json;
@@ -59,24 +61,10 @@ Result<std::optional<std::int64_t>> OptionalPositiveInteger(const json& args,
   const std::string name(key);
   auto it = args.find(name);
   if (it == args.end() || it->is_null()) return std::optional<std::int64_t>();
-  std::int64_t value = 0;
-  if (it->is_number_unsigned()) {
-    const auto wide = it->get<std::uint64_t>();
-    if (wide > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      return Invalid(name + ": too large");
-    value = static_cast<std::int64_t>(wide);
-  } else if (it->is_number_integer()) {
-    value = it->get<std::int64_t>();
-  } else if (it->is_number_float()) {
-    const double d = it->get<double>();
-    // 2^53: beyond it a double no longer names one integer.
-    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9007199254740992.0) {
-      return Invalid(name + ": expected an integer number of bytes");
-    }
-    value = static_cast<std::int64_t>(d);
-  } else {
-    return Invalid(name + ": expected an integer");
-  }
+  if (!it->is_number()) return Invalid(name + ": expected an integer");
+  auto integer = JsonInteger(*it);
+  if (!integer) return Invalid(name + ": expected an integer that fits in 64 bits");
+  const std::int64_t value = *integer;
   if (value <= 0) return Invalid(name + ": expected a positive integer");
   return std::optional<std::int64_t>(value);
 }

@@ -54,8 +54,8 @@ std::string JsonString(const json& j, const char* key) {
 
 std::optional<std::int64_t> JsonInt(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<std::int64_t>();
+  if (it == j.end()) return std::nullopt;
+  return JsonInteger(*it);
 }
 
 }  // namespace

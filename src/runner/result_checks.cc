@@ -1,10 +1,13 @@
 #include "sandbox/runner/result_checks.h"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <regex>
 #include <utility>
 #include <vector>
+
+#include "sandbox/core/json.h"
 
 namespace sandbox::runner {
 namespace {
@@ -122,7 +125,10 @@ exec::Traceback BoundedTraceback(const json& j, const ResultLimits& limits) {
       exec::TracebackFrame frame;
       frame.file = JsonText(f, "file", limits.traceback_max_name_bytes);
       auto line = f.find("line");
-      frame.line = line != f.end() && line->is_number_integer() ? line->get<int>() : 0;
+      auto number = line != f.end() ? JsonInteger(*line) : std::nullopt;
+      frame.line = number && *number > 0 && *number <= std::numeric_limits<int>::max()
+                       ? static_cast<int>(*number)
+                       : 0;
       frame.function = JsonText(f, "function", limits.traceback_max_name_bytes);
       if (auto n = OmittedCount(frame)) {
         omitted += *n;

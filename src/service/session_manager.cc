@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sandbox/core/base64.h"
+#include "sandbox/core/json.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/result_checks.h"
 
@@ -49,7 +50,7 @@ std::string JsonStr(const json& j, const char* key) {
 
 std::int64_t JsonI64(const json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+  return it != j.end() ? JsonInteger(*it).value_or(0) : 0;
 }
 
 exec::SessionFile ParseFileEntry(const json& j) {

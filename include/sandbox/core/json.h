@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -37,6 +38,12 @@ std::optional<std::size_t> FindJsonDepthViolation(std::string_view text, int max
 // nested beyond the limit (nothing is parsed then), kInvalidArgument "invalid JSON: ..." for
 // malformed text or invalid UTF-8. Never throws.
 Result<nlohmann::json> ParseJson(std::string_view text, const JsonParseOptions& options = {});
+
+// The integer a JSON number names, or nullopt when it names none that fits: integers within
+// int64's range and integral finite floats within +-2^53 (beyond that a double no longer names
+// one integer; 5e8 is 500000000). nlohmann's get<std::int64_t>() on 1e301 is undefined
+// behaviour, so every conversion of untrusted numbers goes through here.
+std::optional<std::int64_t> JsonInteger(const nlohmann::json& value);
 
 // The message of a depth refusal, for entry points that build their own error body.
 std::string JsonDepthMessage(int max_depth, std::size_t offset);

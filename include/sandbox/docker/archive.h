@@ -50,7 +50,4 @@ struct PathStat {
 // Decodes the base64 JSON header value. kProtocol when malformed.
 Result<PathStat> ParsePathStatHeader(std::string_view header_value);
 
-// Standard base64 (RFC 4648, '=' padding optional). kProtocol on invalid input.
-Result<std::string> Base64Decode(std::string_view text);
-
 }  // namespace sandbox::docker

@@ -178,12 +178,17 @@ read -r user ro caps nnp <<<"$(docker inspect -f \
 
 # 6. The sandboxes: labelled with the instance, no Docker socket.
 check_sandboxes() {
-  local ids id labels mounts
+  local ids id labels mounts owner
   ids="$(docker ps -q --no-trunc --filter "label=io.sandbox-mcp.instance=$instance")"
   [[ -n "$ids" ]] || fail "no running sandbox container carries io.sandbox-mcp.instance=$instance"
   for id in $ids; do
     labels="$(docker inspect -f '{{index .Config.Labels "io.sandbox-mcp.managed"}} {{index .Config.Labels "io.sandbox-mcp.instance"}}' "$id")"
     [[ "$labels" == "true $instance" ]] || fail "sandbox ${id:0:12} has labels '$labels'"
+    # The owner label names the server's own container, so a restarted server can tell its
+    # predecessor's sandboxes from a live neighbour's.
+    owner="$(docker inspect -f '{{index .Config.Labels "io.sandbox-mcp.owner"}}' "$id")"
+    [[ "$owner" == "v1 "*" container=$server "* ]] ||
+      fail "sandbox ${id:0:12} has owner label '$owner', expected one naming container $server"
     mounts="$(docker inspect -f '{{json .Mounts}} {{json .HostConfig.Binds}}' "$id")"
     [[ "$mounts" != *docker.sock* ]] || fail "sandbox ${id:0:12} has the Docker socket: $mounts"
   done
@@ -198,9 +203,13 @@ log "compose healthcheck: healthy"
 # 7. Crash recovery: kill the server outright; the restart policy brings it back, and the new
 # server (same instance id) has removed whatever its predecessor left before serving. Its own
 # sandboxes may also go by themselves (AutoRemove once their stdin closes), so a stand-in
-# leftover that never would is planted too: a created, never started container of the instance.
+# leftover that never would is planted too: a created, never started container of the instance
+# with the killed server's owner label (as one it created just before it died would carry).
+owner_label="$(docker inspect -f '{{index .Config.Labels "io.sandbox-mcp.owner"}}' \
+  "$(head -n1 <<<"$sandboxes")")"
 leftover="$(docker create --name "$project-leftover" --network none \
   --label io.sandbox-mcp.managed=true --label "io.sandbox-mcp.instance=$instance" \
+  --label "io.sandbox-mcp.owner=$owner_label" \
   --label io.sandbox-mcp.test=true sandbox-mcp-python:latest true)"
 pid="$(docker inspect -f '{{.State.Pid}}' "$server")"
 restarts="$(docker inspect -f '{{.RestartCount}}' "$server")"

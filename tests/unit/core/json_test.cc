@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 
 namespace sandbox {
@@ -79,6 +82,23 @@ TEST(JsonTest, MalformedTextAndInvalidUtf8AreInvalidArgument) {
     EXPECT_EQ(parsed.error().code(), ErrorCode::kInvalidArgument) << text;
     EXPECT_THAT(parsed.error().message(), ::testing::StartsWith("invalid JSON"));
   }
+}
+
+TEST(JsonTest, JsonIntegerNamesOnlyIntegersThatFit) {
+  using nlohmann::json;
+  EXPECT_EQ(JsonInteger(json(42)), 42);
+  EXPECT_EQ(JsonInteger(json(-7)), -7);
+  EXPECT_EQ(JsonInteger(json::parse("5e8")), 500000000);
+  EXPECT_EQ(JsonInteger(json::parse("9223372036854775807")), INT64_MAX);
+  // Beyond int64, fractions, huge or non-finite doubles and other types name no integer
+  // (get<std::int64_t>() on 1.1e301 is undefined behaviour: the fuzzer found it).
+  EXPECT_EQ(JsonInteger(json::parse("9223372036854775808")), std::nullopt);
+  EXPECT_EQ(JsonInteger(json(1.5)), std::nullopt);
+  EXPECT_EQ(JsonInteger(json::parse("1.1e301")), std::nullopt);
+  EXPECT_EQ(JsonInteger(json::parse("-1.1e301")), std::nullopt);
+  EXPECT_EQ(JsonInteger(json(std::numeric_limits<double>::infinity())), std::nullopt);
+  EXPECT_EQ(JsonInteger(json("12")), std::nullopt);
+  EXPECT_EQ(JsonInteger(json(true)), std::nullopt);
 }
 
 }  // namespace

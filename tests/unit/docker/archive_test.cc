@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sandbox/core/base64.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -103,11 +105,18 @@ TEST(TarTest, NoRegularFileIsNotFound) {
   EXPECT_EQ(f.error().code(), ErrorCode::kNotFound);
 }
 
-TEST(Base64Test, Decode) {
-  EXPECT_EQ(*Base64Decode("aGVsbG8="), "hello");
-  EXPECT_EQ(*Base64Decode("aGVsbG8"), "hello");
-  EXPECT_EQ(*Base64Decode(""), "");
-  EXPECT_FALSE(Base64Decode("a$b").ok());
+TEST(PathStatTest, WrongTypesAndHugeNumbersCountAsAbsent) {
+  // An engine (or a proxy in front of one) may send anything; nothing here may throw.
+  const std::string json =
+      R"({"name": 7, "size": 1.1e301, "mode": -5, "mtime": [], "linkTarget": {}})";
+  auto st = ParsePathStatHeader(sandbox::Base64Encode(json));
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(st->name, "");
+  EXPECT_EQ(st->size, 0);
+  EXPECT_EQ(st->mode, 0U);
+  EXPECT_EQ(st->mtime, "");
+  EXPECT_EQ(st->link_target, "");
+  EXPECT_EQ(ParsePathStatHeader("a$b").error().code(), sandbox::ErrorCode::kProtocol);
 }
 
 TEST(PathStatTest, ParsesEngineHeader) {
