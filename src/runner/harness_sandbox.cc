@@ -52,6 +52,12 @@ std::string JsonString(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A member of another type counts as false: json::value() would throw out of the run.
+bool JsonBool(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::optional<std::int64_t> JsonInt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) return std::nullopt;
@@ -340,7 +346,7 @@ Result<json> HarnessSandbox::SessionOp(json op) {
       return Error(ErrorCode::kUnavailable, "the sandbox failed: " + JsonString(msg, "message"));
     }
     if (ev == "reply" && JsonString(msg, "id") == id) {
-      if (msg.value("ok", false)) {
+      if (JsonBool(msg, "ok")) {
         auto it = msg.find("result");
         return it != msg.end() ? *it : json::object();
       }
@@ -561,7 +567,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       ++run_count_;
       prepared_ = false;  // until the `ready` that follows: the next run's processes fork
       if (setup_.pool.mode == config::PoolMode::kFresh && !setup_.session) used_up_ = true;
-      result.session_reset = msg.value("session_reset", false);
+      result.session_reset = JsonBool(msg, "session_reset");
       result.verdict =
           exec::ParseVerdict(JsonString(msg, "verdict")).value_or(exec::Verdict::kInternal);
       result.exit_code = static_cast<int>(JsonInt(msg, "exit_code").value_or(-1));
@@ -576,8 +582,8 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
         result.traceback = BoundedTraceback(*tb);
       }
       if (result.value) result.value = CutText(*result.value, kMaxValueBytes);
-      result.output_truncated = msg.value("output_truncated", false);
-      result.files_truncated = msg.value("files_truncated", false) || server_dropped_files;
+      result.output_truncated = JsonBool(msg, "output_truncated");
+      result.files_truncated = JsonBool(msg, "files_truncated") || server_dropped_files;
       result.detail = JsonString(msg, "detail");
       if (result.verdict == exec::Verdict::kInternal)
         MarkBroken("internal verdict: " + result.detail);
