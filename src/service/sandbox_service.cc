@@ -331,8 +331,9 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     entry.config = &pc;
     entry.factory =
         std::make_unique<HarnessSandboxFactory>(client, std::move(setup), service->logger_);
-    entry.pool = std::make_unique<pool::WarmPool>(pool::PoolOptionsFromConfig(pc), *entry.factory,
-                                                  service->logger_);
+    pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
+    if (service->options_.pool_hooks) po.hooks = service->options_.pool_hooks(po.name);
+    entry.pool = std::make_unique<pool::WarmPool>(std::move(po), *entry.factory, service->logger_);
     service->pools_.emplace(pc.name, std::move(entry));
   }
   return service;

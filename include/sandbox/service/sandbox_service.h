@@ -9,6 +9,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,9 @@ struct ServiceOptions {
   // Labels every container of this server carries besides the project's own: main sets the
   // owner label (owner.h), so the next server's sweep can tell whether this one still runs.
   std::map<std::string, std::string> container_labels;
+  // The metrics observers of each pool, by the pool's name (session pools are "<pool>/sessions");
+  // empty: none.
+  std::function<pool::PoolHooks(const std::string& pool_name)> pool_hooks;
 };
 
 // Removes EVERY container of an instance id (labels io.sandbox-mcp.managed=true and
