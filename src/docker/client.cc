@@ -108,10 +108,10 @@ Result<HttpResponse> Client::Call(std::string method, std::string target, std::s
   const auto begin = std::chrono::steady_clock::now();
   auto resp = transport_->Perform(req);
   if (options_.on_call) {
-    options_.on_call(EngineCall{
-        req.method + " " + OperationOf(req.target), resp.ok() ? resp->status : 0,
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                              begin)});
+    options_.on_call(EngineCall{req.method + " " + OperationOf(req.target),
+                                resp.ok() ? resp->status : 0,
+                                std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - begin)});
   }
   if (!resp.ok()) return resp.error().WithContext(what);
   bool ok = (resp->status >= 200 && resp->status < 300) ||
@@ -302,10 +302,9 @@ Result<std::unique_ptr<AttachedStream>> Client::Attach(std::string_view id,
   if (options_.on_call) {
     // The upgrade's status (101) is the stream's; a failed attach reports its engine status.
     const long status = stream.ok() ? 101 : stream.error().http_status();
-    options_.on_call(EngineCall{
-        "POST /containers/{id}/attach", status,
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                              begin)});
+    options_.on_call(EngineCall{"POST /containers/{id}/attach", status,
+                                std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - begin)});
   }
   return stream;
 }

@@ -39,8 +39,7 @@ Result<exec::RunResult> MeteredSessions::Run(const std::string& principal,
     metrics_.RecordRunError(RunKind::kSession, result.error().code());
     return result;
   }
-  metrics_.RecordRun(RunKind::kSession, result->pool + "/sessions", "fresh", *result,
-                     Since(begin));
+  metrics_.RecordRun(RunKind::kSession, result->pool + "/sessions", "fresh", *result, Since(begin));
   return result;
 }
 

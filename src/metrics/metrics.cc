@@ -33,14 +33,13 @@ std::string_view KindName(RunKind kind) {
 
 // Bucket layouts (seconds), from a print(1) in a warm sandbox to a run at its longest limit.
 const Histogram::BucketBoundaries& RunBuckets() {
-  static const Histogram::BucketBoundaries kBuckets = {
-      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+  static const Histogram::BucketBoundaries kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                       2.5,   5,    10,    30,   60,  120,  300};
   return kBuckets;
 }
 const Histogram::BucketBoundaries& WaitBuckets() {
-  static const Histogram::BucketBoundaries kBuckets = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1,
-                                                       0.25,   0.5,   1,     2.5,  5,    10,
-                                                       30};
+  static const Histogram::BucketBoundaries kBuckets = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
+                                                       0.5,    1,     2.5,   5,    10,   30};
   return kBuckets;
 }
 const Histogram::BucketBoundaries& StartBuckets() {
@@ -48,9 +47,8 @@ const Histogram::BucketBoundaries& StartBuckets() {
   return kBuckets;
 }
 const Histogram::BucketBoundaries& EngineBuckets() {
-  static const Histogram::BucketBoundaries kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                       0.025,  0.05,  0.1,    0.25,  0.5,
-                                                       1,      2.5,   5,      10,    30};
+  static const Histogram::BucketBoundaries kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
   return kBuckets;
 }
 
@@ -86,14 +84,16 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& runs =
       BuildCounter()
           .Name("sandbox_runs_total")
-          .Help("Runs that reached a sandbox, by pool, pool mode, kind (oneshot or session) and "
-                "verdict")
+          .Help(
+              "Runs that reached a sandbox, by pool, pool mode, kind (oneshot or session) and "
+              "verdict")
           .Register(*registry);
   prometheus::Family<prometheus::Counter>& run_errors =
       BuildCounter()
           .Name("sandbox_run_errors_total")
-          .Help("Runs refused or failed before they had a verdict, by kind and error code "
-                "(busy, rate_limited, invalid_argument, unavailable, ...)")
+          .Help(
+              "Runs refused or failed before they had a verdict, by kind and error code "
+              "(busy, rate_limited, invalid_argument, unavailable, ...)")
           .Register(*registry);
   prometheus::Family<Histogram>& run_seconds =
       BuildHistogram()
@@ -115,11 +115,10 @@ struct Metrics::Impl {
           .Name("sandbox_run_images_total")
           .Help("Figures (PNG images) returned, by pool")
           .Register(*registry);
-  prometheus::Family<prometheus::Counter>& files =
-      BuildCounter()
-          .Name("sandbox_run_files_total")
-          .Help("Output files returned, by pool")
-          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& files = BuildCounter()
+                                                       .Name("sandbox_run_files_total")
+                                                       .Help("Output files returned, by pool")
+                                                       .Register(*registry);
   prometheus::Family<Histogram>& acquire_seconds =
       BuildHistogram()
           .Name("sandbox_pool_acquire_wait_seconds")
@@ -164,7 +163,10 @@ void Metrics::RecordRun(RunKind kind, std::string_view pool, std::string_view mo
   const std::string m(mode);
   const std::string k(KindName(kind));
   impl_->runs
-      .Add({{"pool", p}, {"mode", m}, {"kind", k}, {"verdict", std::string(VerdictName(result.verdict))}})
+      .Add({{"pool", p},
+            {"mode", m},
+            {"kind", k},
+            {"verdict", std::string(VerdictName(result.verdict))}})
       .Increment();
   impl_->run_seconds.Add({{"pool", p}, {"mode", m}, {"kind", k}}, RunBuckets())
       .Observe(Seconds(took));
@@ -190,8 +192,7 @@ void Metrics::RecordAcquire(std::string_view pool, bool ok, std::chrono::microse
       .Observe(Seconds(waited));
 }
 
-void Metrics::RecordContainerStart(std::string_view pool, bool ok,
-                                   std::chrono::microseconds took) {
+void Metrics::RecordContainerStart(std::string_view pool, bool ok, std::chrono::microseconds took) {
   impl_->start_seconds
       .Add({{"pool", std::string(pool)}, {"result", ok ? "ok" : "failed"}}, StartBuckets())
       .Observe(Seconds(took));
@@ -206,8 +207,8 @@ void Metrics::RecordEngineCall(std::string_view operation, long status,
 
 void Metrics::RecordHttpRequest(std::string_view route, std::string_view method, int status) {
   // A client picks the method token: only the standard ones get a label value of their own.
-  static constexpr std::array<std::string_view, 7> kMethods = {"GET",    "POST", "PUT",    "DELETE",
-                                                               "HEAD",   "OPTIONS", "PATCH"};
+  static constexpr std::array<std::string_view, 7> kMethods = {"GET",  "POST",    "PUT",  "DELETE",
+                                                               "HEAD", "OPTIONS", "PATCH"};
   const bool known = std::find(kMethods.begin(), kMethods.end(), method) != kMethods.end();
   impl_->http_requests
       .Add({{"route", std::string(route)},
@@ -219,8 +220,7 @@ void Metrics::RecordHttpRequest(std::string_view route, std::string_view method,
 std::string Metrics::Render(const Snapshot& now) const {
   std::vector<MetricFamily> families = impl_->registry->Collect();
 
-  Polled sandboxes("sandbox_pool_sandboxes", "Sandboxes of each pool, by state",
-                   MetricType::Gauge);
+  Polled sandboxes("sandbox_pool_sandboxes", "Sandboxes of each pool, by state", MetricType::Gauge);
   Polled waiting("sandbox_pool_waiting_requests", "Runs waiting for a sandbox of the pool",
                  MetricType::Gauge);
   Polled capacity("sandbox_pool_max_sandboxes", "The pool's max_total", MetricType::Gauge);
@@ -228,8 +228,8 @@ std::string Metrics::Render(const Snapshot& now) const {
                 "Sandbox container starts, by pool and result", MetricType::Counter);
   Polled destroyed("sandbox_pool_containers_destroyed_total", "Sandbox containers removed",
                    MetricType::Counter);
-  Polled timeouts("sandbox_pool_acquire_timeouts_total",
-                  "Runs that gave up waiting for a sandbox", MetricType::Counter);
+  Polled timeouts("sandbox_pool_acquire_timeouts_total", "Runs that gave up waiting for a sandbox",
+                  MetricType::Counter);
   Polled unhealthy("sandbox_pool_health_check_failures_total",
                    "Idle sandboxes that failed a health check", MetricType::Counter);
   for (const auto& pool : now.pools) {
@@ -272,30 +272,30 @@ std::string Metrics::Render(const Snapshot& now) const {
                            .Add({}, static_cast<double>(now.sessions->restarts_total))
                            .Take());
   }
-  families.push_back(Polled("sandbox_mcp_sessions", "MCP Streamable HTTP sessions open",
-                            MetricType::Gauge)
-                         .Add({}, static_cast<double>(now.mcp_sessions))
-                         .Take());
-  families.push_back(Polled("sandbox_http_streams", "Response streams (SSE) open",
-                            MetricType::Gauge)
-                         .Add({}, static_cast<double>(now.streams_open))
-                         .Take());
-  families.push_back(Polled("sandbox_http_max_streams", "Stream slots (server.max_streams)",
-                            MetricType::Gauge)
-                         .Add({}, static_cast<double>(now.stream_slots))
-                         .Take());
-  families.push_back(Polled("sandbox_engine_up", "1 when the last Docker engine ping answered",
-                            MetricType::Gauge)
-                         .Add({}, now.engine_up ? 1 : 0)
-                         .Take());
+  families.push_back(
+      Polled("sandbox_mcp_sessions", "MCP Streamable HTTP sessions open", MetricType::Gauge)
+          .Add({}, static_cast<double>(now.mcp_sessions))
+          .Take());
+  families.push_back(
+      Polled("sandbox_http_streams", "Response streams (SSE) open", MetricType::Gauge)
+          .Add({}, static_cast<double>(now.streams_open))
+          .Take());
+  families.push_back(
+      Polled("sandbox_http_max_streams", "Stream slots (server.max_streams)", MetricType::Gauge)
+          .Add({}, static_cast<double>(now.stream_slots))
+          .Take());
+  families.push_back(
+      Polled("sandbox_engine_up", "1 when the last Docker engine ping answered", MetricType::Gauge)
+          .Add({}, now.engine_up ? 1 : 0)
+          .Take());
   if (auto process = ReadProcessStats()) {
     auto gauge = [&families](const char* name, const char* help, double value) {
       families.push_back(Polled(name, help, MetricType::Gauge).Add({}, value).Take());
     };
-    families.push_back(Polled("process_cpu_seconds_total", "User and system CPU time spent",
-                              MetricType::Counter)
-                           .Add({}, process->cpu_seconds)
-                           .Take());
+    families.push_back(
+        Polled("process_cpu_seconds_total", "User and system CPU time spent", MetricType::Counter)
+            .Add({}, process->cpu_seconds)
+            .Take());
     gauge("process_resident_memory_bytes", "Resident memory size",
           static_cast<double>(process->resident_bytes));
     gauge("process_virtual_memory_bytes", "Virtual memory size",
@@ -315,8 +315,8 @@ std::string Metrics::Render(const Snapshot& now) const {
 
 std::string RouteOf(std::string_view path) {
   static constexpr std::array<std::string_view, 11> kExact = {
-      "/mcp",         "/sse",    "/messages", "/eval",   "/v1/execute", "/v1/sessions",
-      "/openapi.json", "/healthz", "/readyz",  "/metrics", "/"};
+      "/mcp",     "/sse",    "/messages", "/eval", "/v1/execute", "/v1/sessions", "/openapi.json",
+      "/healthz", "/readyz", "/metrics",  "/"};
   for (auto route : kExact) {
     if (path == route) return std::string(route);
   }

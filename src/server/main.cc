@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "probes.h"
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
 #include "sandbox/core/memory_trim.h"
@@ -45,7 +46,6 @@
 #include "sandbox/service/fair_share.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
-#include "probes.h"
 
 #ifndef SANDBOX_SOURCE_POLICY_DIR
 #define SANDBOX_SOURCE_POLICY_DIR "policies"

@@ -131,8 +131,8 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
   }
   if (sources.sessions != nullptr) {
     auto st = sources.sessions->stats();
-    now.sessions = metrics::SessionSnapshot{st.active, st.created_total, st.expired_total,
-                                            st.restarts_total};
+    now.sessions =
+        metrics::SessionSnapshot{st.active, st.created_total, st.expired_total, st.restarts_total};
   }
   if (sources.streamable != nullptr) now.mcp_sessions = sources.streamable->session_count();
   if (sources.stream_slots != nullptr) {
@@ -144,22 +144,20 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
 }
 
 void RegisterProbes(httplib::Server& server, const ProbeSources& sources) {
-  server.Get("/healthz", [sources](const httplib::Request&, httplib::Response& res) {
-    Healthz(sources, res);
-  });
-  server.Get("/readyz", [sources](const httplib::Request&, httplib::Response& res) {
-    Readyz(sources, res);
-  });
+  server.Get("/healthz",
+             [sources](const httplib::Request&, httplib::Response& res) { Healthz(sources, res); });
+  server.Get("/readyz",
+             [sources](const httplib::Request&, httplib::Response& res) { Readyz(sources, res); });
   server.Get("/metrics", [sources](const httplib::Request&, httplib::Response& res) {
     const bool engine_up = Ping(sources).ok();
     res.set_content(sources.metrics->Render(TakeSnapshot(sources, engine_up)),
                     std::string(metrics::kTextFormat));
   });
   // Every answer is counted by route template, method and status, after it was written.
-  server.set_logger([metrics = sources.metrics](const httplib::Request& req,
-                                                const httplib::Response& res) {
-    metrics->RecordHttpRequest(metrics::RouteOf(req.path), req.method, res.status);
-  });
+  server.set_logger(
+      [metrics = sources.metrics](const httplib::Request& req, const httplib::Response& res) {
+        metrics->RecordHttpRequest(metrics::RouteOf(req.path), req.method, res.status);
+      });
 }
 
 }  // namespace sandbox::server

@@ -168,6 +168,7 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     setup.run_filter_bpf = options.run_filter_bpf;
     setup.instance_id = config.instance_id;
     setup.extra_labels = options.container_labels;
+    setup.input = options.input;
     setup.session = true;
     pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
     po.name = pc.name + "/sessions";
@@ -650,7 +651,8 @@ Status SessionManager::DeleteFile(const std::string& principal, const std::strin
 
 std::vector<std::pair<std::string, pool::PoolStats>> SessionManager::PoolStats() const {
   std::vector<std::pair<std::string, pool::PoolStats>> out;
-  for (const auto& [name, entry] : pools_) out.emplace_back(entry.pool->options().name, entry.pool->stats());
+  for (const auto& [name, entry] : pools_)
+    out.emplace_back(entry.pool->options().name, entry.pool->stats());
   return out;
 }
 

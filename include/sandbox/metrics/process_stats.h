@@ -10,13 +10,13 @@
 namespace sandbox::metrics {
 
 struct ProcessStats {
-  double cpu_seconds = 0;          // user + system
+  double cpu_seconds = 0;  // user + system
   std::int64_t resident_bytes = 0;
   std::int64_t virtual_bytes = 0;
   std::int64_t threads = 0;
   std::int64_t open_fds = 0;
-  std::int64_t max_fds = 0;        // the soft RLIMIT_NOFILE
-  double start_time_seconds = 0;   // since the Unix epoch
+  std::int64_t max_fds = 0;       // the soft RLIMIT_NOFILE
+  double start_time_seconds = 0;  // since the Unix epoch
 };
 
 // nullopt when /proc is unreadable.

@@ -306,6 +306,29 @@ TEST_P(ServiceResultsTest, FilesInAndOut) {
   EXPECT_FALSE(r.files_truncated);
 }
 
+// The server's input limits are the harness's too (config files_in): every count the server
+// accepts reaches the code (the harness once refused more than 50 of the server's 64 with
+// verdict error), and one more is refused before the run.
+TEST_P(ServiceResultsTest, InputFileLimitIsTheSameOnBothSidesOfTheWall) {
+  std::vector<exec::InputFile> files;
+  for (int i = 0; i < 64; ++i) files.push_back({"in/f" + std::to_string(i) + ".txt", "x"});
+  auto r = Run("import os\nprint(len(os.listdir('in')))", {}, files);
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.stdout_text, "64\n");
+
+  files.push_back({"in/one-more.txt", "x"});
+  exec::RunRequest request;
+  request.code = "print(1)";
+  request.files = files;
+  sandbox::testing::Recorder rec;
+  exec::CancelToken cancel;
+  auto refused = service()->Run(request, rec, cancel);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message(), HasSubstr("at most 64 files"));
+  EXPECT_FALSE(rec.started);
+}
+
 TEST_P(ServiceResultsTest, InvalidInputFilePathIsRejected) {
   for (const std::string path : {"../escape.txt", "/etc/passwd", "a/../../b", ""}) {
     exec::RunRequest request;

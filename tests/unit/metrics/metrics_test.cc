@@ -34,17 +34,27 @@ TEST(MetricsTest, RunsAreCountedByPoolModeKindAndVerdict) {
   m.RecordRunError(RunKind::kOneShot, ErrorCode::kRateLimited);
   const std::string text = m.Render({});
   EXPECT_THAT(text, HasSubstr("# TYPE sandbox_runs_total counter"));
-  EXPECT_THAT(text, HasSubstr(
-                        R"(sandbox_runs_total{kind="oneshot",mode="recycle",pool="default",verdict="ok"} 2)"));
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_runs_total{kind="session",mode="fresh",pool="default/sessions",verdict="timeout"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_runs_total{kind="oneshot",mode="recycle",pool="default",verdict="ok"} 2)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_runs_total{kind="session",mode="fresh",pool="default/sessions",verdict="timeout"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(sandbox_run_errors_total{code="rate_limited",kind="oneshot"} 1)"));
   EXPECT_THAT(text, HasSubstr("# TYPE sandbox_run_duration_seconds histogram"));
-  EXPECT_THAT(text, HasSubstr(
-                        R"(sandbox_run_duration_seconds_count{kind="oneshot",mode="recycle",pool="default"} 2)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_run_duration_seconds_count{kind="oneshot",mode="recycle",pool="default"} 2)"));
   // 50 ms and 70 ms: both at or below the 0.1 s bound.
-  EXPECT_THAT(text, HasSubstr(
-                        R"(sandbox_run_duration_seconds_bucket{kind="oneshot",mode="recycle",pool="default",le="0.1"} 2)"));
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_run_output_bytes_total{pool="default",stream="stdout"} 6)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_run_duration_seconds_bucket{kind="oneshot",mode="recycle",pool="default",le="0.1"} 2)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(sandbox_run_output_bytes_total{pool="default",stream="stdout"} 6)"));
   EXPECT_THAT(text, HasSubstr(R"(sandbox_run_images_total{pool="default"} 4)"));
   EXPECT_THAT(text, HasSubstr(R"(sandbox_build_info{version="1.2.3"} 1)"));
 }
@@ -67,10 +77,13 @@ TEST(MetricsTest, SnapshotStatesAreRendered) {
   now.stream_slots = 256;
   now.engine_up = true;
   const std::string text = m.Render(now);
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_pool_sandboxes{mode="recycle",pool="default",state="idle"} 3)"));
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_pool_sandboxes{mode="recycle",pool="default",state="leased"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(sandbox_pool_sandboxes{mode="recycle",pool="default",state="idle"} 3)"));
+  EXPECT_THAT(
+      text, HasSubstr(R"(sandbox_pool_sandboxes{mode="recycle",pool="default",state="leased"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(sandbox_pool_waiting_requests{pool="default"} 2)"));
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_pool_container_starts_total{pool="default",result="failed"} 1)"));
+  EXPECT_THAT(
+      text, HasSubstr(R"(sandbox_pool_container_starts_total{pool="default",result="failed"} 1)"));
   EXPECT_THAT(text, HasSubstr("sandbox_sessions 4"));
   EXPECT_THAT(text, HasSubstr("sandbox_sessions_created_total 10"));
   EXPECT_THAT(text, HasSubstr("sandbox_mcp_sessions 7"));
@@ -89,17 +102,28 @@ TEST(MetricsTest, EngineCallsHttpRequestsStartsAndAcquires) {
   m.RecordContainerStart("default", true, std::chrono::milliseconds(900));
   m.RecordAcquire("default", false, std::chrono::seconds(10));
   const std::string text = m.Render({});
-  EXPECT_THAT(text, HasSubstr(
-                        R"(sandbox_engine_requests_total{operation="POST /containers/{id}/start",status="204"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_engine_requests_total{operation="GET /_ping",status="0"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_http_requests_total{method="POST",route="/v1/execute",status="200"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_engine_requests_total{operation="POST /containers/{id}/start",status="204"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(sandbox_engine_requests_total{operation="GET /_ping",status="0"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_http_requests_total{method="POST",route="/v1/execute",status="200"} 1)"));
   // A made-up method does not become a label value of its own.
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_http_requests_total{method="other",route="other",status="404"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(sandbox_http_requests_total{method="other",route="other",status="404"} 1)"));
   EXPECT_THAT(text, Not(HasSubstr("BREW")));
-  EXPECT_THAT(text, HasSubstr(
-                        R"(sandbox_pool_container_start_seconds_bucket{pool="default",result="ok",le="1"} 1)"));
-  EXPECT_THAT(text, HasSubstr(
-                        R"(sandbox_pool_acquire_wait_seconds_count{pool="default",result="failed"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_pool_container_start_seconds_bucket{pool="default",result="ok",le="1"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(sandbox_pool_acquire_wait_seconds_count{pool="default",result="failed"} 1)"));
 }
 
 TEST(MetricsTest, RouteOfKeepsTheLabelSetBounded) {
@@ -139,7 +163,10 @@ TEST(MeteredRunsTest, RecordsResultsAndErrorsAndPassesThemOn) {
   ASSERT_FALSE(busy.ok());
   EXPECT_EQ(busy.error().code(), ErrorCode::kBusy);
   const std::string text = m.Render({});
-  EXPECT_THAT(text, HasSubstr(R"(sandbox_runs_total{kind="oneshot",mode="fresh",pool="default",verdict="error"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_runs_total{kind="oneshot",mode="fresh",pool="default",verdict="error"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(sandbox_run_errors_total{code="busy",kind="oneshot"} 1)"));
 }
 
