@@ -10,11 +10,12 @@ DOCKER_SOCK="${DOCKER_SOCK:-/var/run/docker.sock}"
 # Build and run-time packages. Node.js/npm drive the end-to-end tests with real MCP clients.
 SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
-  libgtest-dev libgmock-dev libseccomp-dev python3 ccache)
+  libgtest-dev libgmock-dev libseccomp-dev prometheus-cpp-dev python3 ccache)
 # Only the test command needs these: its `lint` test runs scripts/lint.sh, and its sanitize
 # tests build with clang and libFuzzer (scripts/fuzz.sh; libFuzzer and the sanitizer runtimes
-# are in libclang-rt-14-dev).
-SANDBOX_TEST_PACKAGES=(clang-format clang-tidy clang libclang-rt-14-dev)
+# are in libclang-rt-14-dev); metrics_integration_test scrapes the server with a real
+# Prometheus and checks its text with promtool (both in prometheus).
+SANDBOX_TEST_PACKAGES=(clang-format clang-tidy clang libclang-rt-14-dev prometheus)
 SANDBOX_ENGINE_PACKAGES=(docker.io docker-compose debootstrap iptables runsc)
 
 log() { printf '[host] %s\n' "$*" >&2; }

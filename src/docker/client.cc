@@ -1,6 +1,8 @@
 #include "sandbox/docker/client.h"
 
 #include <algorithm>
+#include <chrono>
+#include <vector>
 
 #include "sandbox/core/json.h"
 
@@ -20,6 +22,44 @@ std::string_view ConditionName(WaitCondition c) {
 }
 
 }  // namespace
+
+std::string OperationOf(std::string_view target) {
+  target = target.substr(0, std::min(target.find('?'), target.size()));
+  std::vector<std::string_view> segments;
+  while (!target.empty()) {
+    if (target.front() == '/') {
+      target.remove_prefix(1);
+      continue;
+    }
+    const auto slash = std::min(target.find('/'), target.size());
+    segments.push_back(target.substr(0, slash));
+    target.remove_prefix(slash);
+  }
+  if (!segments.empty() && segments.front().size() > 1 && segments.front()[0] == 'v' &&
+      segments.front()[1] >= '0' && segments.front()[1] <= '9') {
+    segments.erase(segments.begin());
+  }
+  // Collection verbs that sit where an id would.
+  auto verb = [](std::string_view s) {
+    return s == "create" || s == "json" || s == "prune" || s == "load" || s == "search" ||
+           s == "get";
+  };
+  std::string out;
+  if (!segments.empty() && segments.front() == "images" && segments.size() >= 2 &&
+      !verb(segments[1])) {
+    // An image name may hold slashes: everything up to the last segment is the name.
+    out = "/images/{name}";
+    if (segments.size() >= 3) out += "/" + std::string(segments.back());
+    return out;
+  }
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    out += '/';
+    const bool id_slot = i == 1 && (segments[0] == "containers" || segments[0] == "exec" ||
+                                    segments[0] == "networks" || segments[0] == "volumes");
+    out += id_slot && !verb(segments[i]) ? std::string_view("{id}") : segments[i];
+  }
+  return out.empty() ? "/" : out;
+}
 
 Client::Client(ClientOptions options, std::unique_ptr<Transport> transport, ApiVersion version)
     : options_(std::move(options)), transport_(std::move(transport)), version_(version) {}
@@ -65,7 +105,14 @@ Result<HttpResponse> Client::Call(std::string method, std::string target, std::s
   }
   req.deadline = DeadlineOf(call);
   req.max_response_bytes = max_bytes != 0 ? max_bytes : options_.max_response_bytes;
+  const auto begin = std::chrono::steady_clock::now();
   auto resp = transport_->Perform(req);
+  if (options_.on_call) {
+    options_.on_call(EngineCall{req.method + " " + OperationOf(req.target),
+                                resp.ok() ? resp->status : 0,
+                                std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - begin)});
+  }
   if (!resp.ok()) return resp.error().WithContext(what);
   bool ok = (resp->status >= 200 && resp->status < 300) ||
             std::find(also_ok.begin(), also_ok.end(), resp->status) != also_ok.end();
@@ -248,9 +295,18 @@ Result<std::unique_ptr<AttachedStream>> Client::Attach(std::string_view id,
       .Add("stdout", options.attach_stdout)
       .Add("stderr", options.attach_stderr);
   if (options.logs) q.Add("logs", true);
-  return AttachedStream::Open(*transport_,
-                              Versioned("/containers/" + PathSegment(id) + "/attach" + q.Encode()),
-                              options, DeadlineOf(call));
+  const auto begin = std::chrono::steady_clock::now();
+  auto stream = AttachedStream::Open(
+      *transport_, Versioned("/containers/" + PathSegment(id) + "/attach" + q.Encode()), options,
+      DeadlineOf(call));
+  if (options_.on_call) {
+    // The upgrade's status (101) is the stream's; a failed attach reports its engine status.
+    const long status = stream.ok() ? 101 : stream.error().http_status();
+    options_.on_call(EngineCall{"POST /containers/{id}/attach", status,
+                                std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - begin)});
+  }
+  return stream;
 }
 
 Result<std::unique_ptr<EventStream>> Client::Events(const EventOptions& options,

@@ -1821,16 +1821,30 @@ def _run_cell(source, namespace, value_max_chars, on_end=None, sources=None, tb_
         return 1, None, tb, isinstance(e, MemoryError)
 
 
+def _keep_figures_open(atexit_mod):
+    """pyplot registers Gcf.destroy_all with atexit: run there, it would close every figure
+    still open before the harness captures them (the end of the run returns open figures)."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    gcf = getattr(helpers, "Gcf", None)
+    if gcf is not None and hasattr(gcf, "destroy_all"):
+        atexit_mod.unregister(gcf.destroy_all)
+
+
 def _interpreter_shutdown():
-    """What the interpreter does after __main__: join non-daemon threads, run atexit."""
+    """What the interpreter does after __main__: join non-daemon threads, run atexit (except
+    matplotlib's closing of the figures, which are captured after this)."""
     try:
         import threading
         if hasattr(threading, "_shutdown"):
             threading._shutdown()
     except BaseException:  # noqa: B902
         pass
+    import atexit
     try:
-        import atexit
+        _keep_figures_open(atexit)
+    except BaseException:  # noqa: B902 - the code may have replaced matplotlib's modules
+        pass
+    try:
         atexit._run_exitfuncs()
     except BaseException:  # noqa: B902
         pass

@@ -450,6 +450,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       const auto begin = Clock::now();
       Result<std::unique_ptr<PooledSandbox>> created = CreateSandbox(context);
       const auto latency = duration_cast<microseconds>(Clock::now() - begin);
+      if (options_.hooks.start_finished) options_.hooks.start_finished(created.ok(), latency);
       IdleEntry entry;
       std::optional<Error> start_error;
       if (created.ok()) {
@@ -679,7 +680,12 @@ void WarmPool::Start() { core_->Start(); }
 void WarmPool::Shutdown() { core_->Shutdown(); }
 
 Result<Lease> WarmPool::Acquire(std::optional<milliseconds> timeout, const std::string& principal) {
-  return core_->Acquire(timeout, principal);
+  const auto begin = Clock::now();
+  auto lease = core_->Acquire(timeout, principal);
+  if (const auto& hook = core_->options().hooks.acquire_finished) {
+    hook(lease.ok(), std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - begin));
+  }
+  return lease;
 }
 
 PoolStats WarmPool::stats() const { return core_->Stats(); }

@@ -166,6 +166,8 @@ Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) 
         {"max_height_px", out.max_figure_px},
         {"dpi", out.figure_dpi}}},
       {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
+      {"files_in",
+       {{"max_count", setup_.input.max_files}, {"max_total_bytes", setup_.input.max_total_bytes}}},
       {"limits", LimitsJson(ResolveLimits(pool.limits))},
       {"traceback", TracebackLimitsJson()},
   };

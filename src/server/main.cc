@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "probes.h"
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
 #include "sandbox/core/memory_trim.h"
@@ -38,6 +39,8 @@
 #include "sandbox/mcp/session_resources.h"
 #include "sandbox/mcp/session_tools.h"
 #include "sandbox/mcp/stdio_transport.h"
+#include "sandbox/metrics/metered_services.h"
+#include "sandbox/metrics/metrics.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
 #include "sandbox/service/fair_share.h"
@@ -243,6 +246,11 @@ int main(int argc, char** argv) {
         config.docker.tls_ca, config.docker.tls_cert, config.docker.tls_key, true};
   }
   client_options.call_timeout = config.docker.call_timeout;
+  // Every metric is recorded here (no global registry); /metrics renders it.
+  sandbox::metrics::Metrics metrics(sandbox::metrics::MetricsOptions{SANDBOX_VERSION});
+  client_options.on_call = [&metrics](const sandbox::docker::EngineCall& call) {
+    metrics.RecordEngineCall(call.operation, call.status, call.took);
+  };
   auto client = sandbox::docker::Client::Connect(curl, client_options);
   if (!client.ok()) {
     return Fail(logger, client.error().WithContext("cannot reach the Docker engine at " +
@@ -271,6 +279,16 @@ int main(int argc, char** argv) {
       sandbox::service::FormatOwner(*self);
   service_options.container_seccomp_json = profile->compact_json();
   service_options.run_filter_bpf = run_filter->bpf();
+  service_options.pool_hooks = [&metrics](const std::string& pool) {
+    sandbox::pool::PoolHooks hooks;
+    hooks.start_finished = [&metrics, pool](bool ok, std::chrono::microseconds took) {
+      metrics.RecordContainerStart(pool, ok, took);
+    };
+    hooks.acquire_finished = [&metrics, pool](bool ok, std::chrono::microseconds waited) {
+      metrics.RecordAcquire(pool, ok, waited);
+    };
+    return hooks;
+  };
   auto service =
       sandbox::service::SandboxService::Create(config, **client, service_options, logger);
   if (!service.ok()) return Fail(logger, service.error());
@@ -303,9 +321,17 @@ int main(int argc, char** argv) {
   sandbox::service::FairShareRuns fair_runs(**service, quota);
   std::optional<sandbox::service::FairShareSessions> fair_sessions;
   if (sessions != nullptr) sessions = &fair_sessions.emplace(*sessions, quota);
+  // Outermost, so refusals of the fair share are counted too.
+  sandbox::metrics::PoolModes pool_modes;
+  for (const auto& pc : config.pools) {
+    pool_modes[pc.name] = pc.mode == sandbox::config::PoolMode::kFresh ? "fresh" : "recycle";
+  }
+  sandbox::metrics::MeteredRuns runs(fair_runs, metrics, std::move(pool_modes));
+  std::optional<sandbox::metrics::MeteredSessions> metered_sessions;
+  if (sessions != nullptr) sessions = &metered_sessions.emplace(*sessions, metrics);
 
   sandbox::mcp::Dispatcher dispatcher =
-      MakeDispatcher(config, fair_runs, sessions, conformance_fixtures, logger);
+      MakeDispatcher(config, runs, sessions, conformance_fixtures, logger);
 
   if (config.server.stdio) {
     sandbox::mcp::StdioOptions stdio_options;
@@ -341,10 +367,11 @@ int main(int argc, char** argv) {
   // The public port: the connection guard reads each request under limits and forwards it to
   // cpp-httplib on an internal loopback port, which serves the guard's connections only.
   std::unique_ptr<sandbox::http::ConnectionGuard> front;
+  std::atomic<bool> draining{false};
   sandbox::http::RequestGuard guard(sandbox::http::GuardOptions{config.server.token,
                                                                 config.server.allowed_hosts,
                                                                 config.server.allowed_origins,
-                                                                {"/healthz"},
+                                                                {"/healthz", "/readyz"},
                                                                 config.server.tokens});
   sandbox::http::HttpServerOptions http_options;
   http_options.threads = config.server.http_threads;
@@ -381,44 +408,19 @@ int main(int argc, char** argv) {
   api_options.principal = guard.Resolver();
   api_options.stream_slots = stream_slots;
   api_options.session_max_file_bytes = config.sessions.max_file_bytes;
-  sandbox::api::HttpApi http_api(fair_runs, sessions, api_options, logger);
+  sandbox::api::HttpApi http_api(runs, sessions, api_options, logger);
   http_api.Register(http);  // /eval, /v1/execute, /v1/sessions, /openapi.json
 
-  http.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
-    auto ping = (*client)->Ping(sandbox::docker::CallOptions::Within(std::chrono::seconds(2)));
-    nlohmann::json body = {{"status", ping.ok() ? "ok" : "degraded"},
-                           {"engine", ping.ok() ? "reachable" : ping.error().message()}};
-    nlohmann::json pools = nlohmann::json::array();
-    for (const auto& [name, stats] : (*service)->PoolStats()) {
-      // Counts only (no authentication here): for tuning min_idle, max_total and starts.
-      nlohmann::json pool = {
-          {"name", name},
-          {"idle", stats.idle},
-          {"leased", stats.leased},
-          {"starting", stats.starting},
-          {"waiting", stats.waiting},
-          {"destroying", stats.destroying},
-          {"acquired_total", stats.acquired_total},
-          {"created_total", stats.created_total},
-          {"destroyed_total", stats.destroyed_total},
-          {"start_failures_total", stats.start_failures_total},
-          {"acquire_timeouts_total", stats.acquire_timeouts_total},
-          {"starts_with_waiters_total", stats.starts_with_waiters_total},
-          {"start_ms_mean", static_cast<double>(stats.start_latency_mean().count()) / 1000.0},
-          {"start_ms_max", static_cast<double>(stats.start_latency_max.count()) / 1000.0}};
-      pools.push_back(std::move(pool));
-    }
-    body["pools"] = pools;
-    if (session_manager) {
-      auto st = session_manager->stats();
-      body["sessions"] = {{"active", st.active},
-                          {"created_total", st.created_total},
-                          {"expired_total", st.expired_total},
-                          {"restarts_total", st.restarts_total}};
-    }
-    res.status = ping.ok() ? 200 : 503;
-    res.set_content(body.dump(), "application/json");
-  });
+  sandbox::server::ProbeSources probes;
+  probes.client = client->get();
+  probes.service = service->get();
+  probes.sessions = session_manager.get();
+  probes.streamable = &streamable;
+  probes.stream_slots = stream_slots.get();
+  probes.config = &config;
+  probes.metrics = &metrics;
+  probes.draining = &draining;
+  sandbox::server::RegisterProbes(http, probes);  // /healthz, /readyz, /metrics
 
   const int internal_port = sandbox::http::BindServer(http, "127.0.0.1", 0);
   if (internal_port < 0) {
@@ -436,6 +438,7 @@ int main(int argc, char** argv) {
     int received = 0;
     sigwait(&signals, &received);
     logger->info("signal {} received, shutting down", received);
+    draining.store(true);
     // Cancel the runs first: their streams then end, and stop() does not wait on them.
     streamable.Shutdown();
     legacy.Shutdown();

@@ -327,12 +327,14 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     setup.run_filter_bpf = service->options_.run_filter_bpf;
     setup.instance_id = config.instance_id;
     setup.extra_labels = service->options_.container_labels;
+    setup.input = service->options_.input;
     PoolEntry entry;
     entry.config = &pc;
     entry.factory =
         std::make_unique<HarnessSandboxFactory>(client, std::move(setup), service->logger_);
-    entry.pool = std::make_unique<pool::WarmPool>(pool::PoolOptionsFromConfig(pc), *entry.factory,
-                                                  service->logger_);
+    pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
+    if (service->options_.pool_hooks) po.hooks = service->options_.pool_hooks(po.name);
+    entry.pool = std::make_unique<pool::WarmPool>(std::move(po), *entry.factory, service->logger_);
     service->pools_.emplace(pc.name, std::move(entry));
   }
   return service;
@@ -357,17 +359,17 @@ Result<runner::RunLimits> SandboxService::ResolveRequest(const exec::RunRequest&
   const PoolEntry* entry = FindPool(request.pool);
   if (entry == nullptr) return Invalid("unknown pool \"" + request.pool + "\"");
   const auto& pc = *entry->config;
-  if (request.files.size() > static_cast<std::size_t>(options_.max_input_files)) {
-    return Invalid("files: at most " + std::to_string(options_.max_input_files) + " files per run");
+  if (request.files.size() > static_cast<std::size_t>(options_.input.max_files)) {
+    return Invalid("files: at most " + std::to_string(options_.input.max_files) + " files per run");
   }
   std::int64_t total = 0;
   for (std::size_t i = 0; i < request.files.size(); ++i) {
     SANDBOX_RETURN_IF_ERROR(CheckPath(request.files[i].path, i));
     total += static_cast<std::int64_t>(request.files[i].content.size());
   }
-  if (total > options_.max_input_bytes) {
+  if (total > options_.input.max_total_bytes) {
     return Invalid("files: " + std::to_string(total) + " bytes in all, more than the limit of " +
-                   std::to_string(options_.max_input_bytes));
+                   std::to_string(options_.input.max_total_bytes));
   }
   runner::RunLimits limits = runner::ResolveLimits(pc.limits);
   const auto& o = request.limits;

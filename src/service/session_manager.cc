@@ -168,9 +168,11 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     setup.run_filter_bpf = options.run_filter_bpf;
     setup.instance_id = config.instance_id;
     setup.extra_labels = options.container_labels;
+    setup.input = options.input;
     setup.session = true;
     pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
     po.name = pc.name + "/sessions";
+    if (options.pool_hooks) po.hooks = options.pool_hooks(po.name);
     // A session's container is its own: lent once, destroyed when the session ends.
     po.mode = config::PoolMode::kFresh;
     po.max_total = std::max(1, config.sessions.max_total);
@@ -645,6 +647,13 @@ Status SessionManager::DeleteFile(const std::string& principal, const std::strin
   auto reply = Op(s, json{{"op", "delete_file"}, {"path", path}});
   if (!reply.ok()) return reply.error();
   return OkStatus();
+}
+
+std::vector<std::pair<std::string, pool::PoolStats>> SessionManager::PoolStats() const {
+  std::vector<std::pair<std::string, pool::PoolStats>> out;
+  for (const auto& [name, entry] : pools_)
+    out.emplace_back(entry.pool->options().name, entry.pool->stats());
+  return out;
 }
 
 }  // namespace sandbox::service

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,20 @@
 
 namespace sandbox::docker {
 
+// One finished call to the engine, for metrics: what was asked (an operation template such as
+// "POST /containers/{id}/start", never an id or an image name's tag), the HTTP status (0 when no
+// answer came: unreachable, deadline) and how long it took.
+struct EngineCall {
+  std::string operation;
+  long status = 0;
+  std::chrono::microseconds took{0};
+};
+
+// The operation template of a request target: the API version prefix and the query dropped,
+// ids and names replaced by {id} / {name}. "/v1.41/containers/3f2a/start?x=1" is
+// "/containers/{id}/start".
+std::string OperationOf(std::string_view target);
+
 struct ClientOptions {
   TransportOptions transport;  // default: unix:///var/run/docker.sock; see TransportOptionsFromEnv
   // Deadline of every call that is not given CallOptions. Long calls (wait) usually want more.
@@ -38,6 +53,9 @@ struct ClientOptions {
   std::size_t max_response_bytes = std::size_t{64} * 1024 * 1024;
   // Largest tar archive GetArchive accepts (kLimit beyond).
   std::size_t max_archive_bytes = std::size_t{256} * 1024 * 1024;
+  // Called after every call (from the calling thread; must not call back into the client).
+  // Empty: nothing is recorded.
+  std::function<void(const EngineCall&)> on_call;
 };
 
 enum class WaitCondition {

@@ -42,6 +42,15 @@ using config::PoolMode;
 
 // How one pool behaves. Values out of range are clamped by WarmPool (see each field);
 // config::Validate() already rejects them in configuration files.
+// Observers for metrics, called on the thread that did the work and without the pool's lock;
+// they must not call into the pool. Empty ones are skipped.
+struct PoolHooks {
+  // A sandbox start ended (SandboxFactory::Create returned): whether it succeeded, how long.
+  std::function<void(bool ok, std::chrono::microseconds took)> start_finished;
+  // An Acquire() ended: whether it got a sandbox, how long it waited (0 when one was idle).
+  std::function<void(bool ok, std::chrono::microseconds waited)> acquire_finished;
+};
+
 struct PoolOptions {
   std::string name = "default";  // in logs and error messages
   // kRecycle: a sandbox serves many runs until it is used up; kFresh: one run per sandbox.
@@ -72,6 +81,7 @@ struct PoolOptions {
   // Injectable for tests. Timeouts, back-off and health-check periods use the real
   // steady clock, since threads must actually wait for them.
   std::function<Clock::time_point()> clock = [] { return Clock::now(); };
+  PoolHooks hooks;
 };
 
 // The options of a configured pool; health-check period and back-off keep their defaults.

@@ -27,6 +27,13 @@
 namespace sandbox::runner {
 
 // Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
+// Input files a run (or a session upload) may bring. The server checks them before a run; the
+// harness gets the same numbers (config files_in) as its backstop, so the two cannot disagree.
+struct InputLimits {
+  int max_files = 64;
+  std::int64_t max_total_bytes = 32LL << 20;  // decoded bytes, all files together
+};
+
 struct SandboxSetup {
   config::PoolConfig pool;
   config::OutputOptions output;
@@ -34,6 +41,7 @@ struct SandboxSetup {
   std::string run_filter_bpf;          // compiled per-run filter (policy::RunFilter), raw bytes
   std::string instance_id;
   std::map<std::string, std::string> extra_labels;
+  InputLimits input;
   // Session sandboxes: the harness keeps one interpreter alive across runs (config mode
   // "session"); the container is labelled mode=session and never returns to a pool.
   bool session = false;

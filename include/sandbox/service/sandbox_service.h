@@ -9,6 +9,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,12 +51,14 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
 struct ServiceOptions {
   std::string container_seccomp_json;  // policy::ContainerProfile::compact_json()
   std::string run_filter_bpf;          // policy::RunFilter::bpf()
-  // Most files a request may send, and their total decoded size.
-  int max_input_files = 64;
-  std::int64_t max_input_bytes = 32LL << 20;
+  // Most files a request may send, and their total decoded size (also the harness's bound).
+  runner::InputLimits input;
   // Labels every container of this server carries besides the project's own: main sets the
   // owner label (owner.h), so the next server's sweep can tell whether this one still runs.
   std::map<std::string, std::string> container_labels;
+  // The metrics observers of each pool, by the pool's name (session pools are "<pool>/sessions");
+  // empty: none.
+  std::function<pool::PoolHooks(const std::string& pool_name)> pool_hooks;
 };
 
 // Removes EVERY container of an instance id (labels io.sandbox-mcp.managed=true and

@@ -78,6 +78,8 @@ class SessionManager final : public exec::SessionService {
     std::uint64_t restarts_total = 0;
   };
   Stats stats() const;
+  // Each session pool's figures, by the pool's name ("<pool>/sessions").
+  std::vector<std::pair<std::string, pool::PoolStats>> PoolStats() const;
 
  private:
   struct Session;

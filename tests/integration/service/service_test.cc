@@ -306,6 +306,29 @@ TEST_P(ServiceResultsTest, FilesInAndOut) {
   EXPECT_FALSE(r.files_truncated);
 }
 
+// The server's input limits are the harness's too (config files_in): every count the server
+// accepts reaches the code (the harness once refused more than 50 of the server's 64 with
+// verdict error), and one more is refused before the run.
+TEST_P(ServiceResultsTest, InputFileLimitIsTheSameOnBothSidesOfTheWall) {
+  std::vector<exec::InputFile> files;
+  for (int i = 0; i < 64; ++i) files.push_back({"in/f" + std::to_string(i) + ".txt", "x"});
+  auto r = Run("import os\nprint(len(os.listdir('in')))", {}, files);
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.stdout_text, "64\n");
+
+  files.push_back({"in/one-more.txt", "x"});
+  exec::RunRequest request;
+  request.code = "print(1)";
+  request.files = files;
+  sandbox::testing::Recorder rec;
+  exec::CancelToken cancel;
+  auto refused = service()->Run(request, rec, cancel);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message(), HasSubstr("at most 64 files"));
+  EXPECT_FALSE(rec.started);
+}
+
 TEST_P(ServiceResultsTest, InvalidInputFilePathIsRejected) {
   for (const std::string path : {"../escape.txt", "/etc/passwd", "a/../../b", ""}) {
     exec::RunRequest request;
@@ -339,6 +362,112 @@ TEST_P(ServiceResultsTest, UnicodeAndInvalidUtf8PassThrough) {
 INSTANTIATE_TEST_SUITE_P(BothModes, ServiceResultsTest,
                          ::testing::Values(config::PoolMode::kRecycle, config::PoolMode::kFresh),
                          sandbox::testing::ModeParamName);
+
+// Figures: those shown with plt.show(), then those still open when the code ends, each once; in
+// both modes, with pyplot preloaded by the harness or imported by the cell itself.
+struct FigureParam {
+  config::PoolMode mode;
+  bool preloaded;
+};
+
+class FigureTest : public ::testing::TestWithParam<FigureParam> {
+ protected:
+  static void SetUpTestSuite() {
+    preloaded_ = new sandbox::testing::SharedServices("figures");
+    // warm_plot imports pyplot too: neither, so that the cell's import is the first.
+    imported_ = new sandbox::testing::SharedServices("figures-imported", [](config::PoolConfig& p) {
+      p.preload.clear();
+      p.warm_plot = false;
+    });
+  }
+  static void TearDownTestSuite() {
+    for (auto** services : {&preloaded_, &imported_}) {
+      (*services)->Finish();
+      delete *services;
+      *services = nullptr;
+    }
+  }
+  SandboxService* Service() {
+    return (GetParam().preloaded ? preloaded_ : imported_)->Get(GetParam().mode);
+  }
+  exec::RunResult Run(const std::string& code) {
+    return sandbox::testing::RunCode(Service(), "import matplotlib.pyplot as plt\n" + code);
+  }
+  // The figures' widths in order (the tests tell figures apart by their width in inches).
+  static std::vector<int> Widths(const exec::RunResult& r) {
+    std::vector<int> widths;
+    for (const auto& image : r.images) {
+      EXPECT_EQ(image.data.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+      widths.push_back(image.width);
+    }
+    return widths;
+  }
+  static sandbox::testing::SharedServices* preloaded_;
+  static sandbox::testing::SharedServices* imported_;
+};
+
+sandbox::testing::SharedServices* FigureTest::preloaded_ = nullptr;
+sandbox::testing::SharedServices* FigureTest::imported_ = nullptr;
+
+TEST_P(FigureTest, AFigureNeverShownComesBack) {
+  auto loaded =
+      sandbox::testing::RunCode(Service(), "import sys\n'matplotlib.pyplot' in sys.modules");
+  ASSERT_TRUE(loaded.value.has_value()) << sandbox::testing::Describe(loaded);
+  EXPECT_EQ(*loaded.value, GetParam().preloaded ? "True" : "False");
+  auto r = Run("plt.plot([3, 1, 2])");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_THAT(Widths(r), ::testing::ElementsAre(640));
+  r = Run("plt.plot([3, 1, 2])\nx = 1\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_THAT(Widths(r), ::testing::ElementsAre(640));
+  // Nothing of the earlier runs comes back with the next one.
+  r = Run("x = 2");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_TRUE(r.images.empty());
+}
+
+TEST_P(FigureTest, ShownFiguresThenOpenOnesEachOnce) {
+  auto r =
+      Run("plt.figure(figsize=(2, 1)); plt.plot([1]); plt.show()\n"
+          "plt.figure(figsize=(3, 1)); plt.plot([2])\n"
+          "plt.figure(figsize=(4, 1)); plt.plot([3])\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_THAT(Widths(r), ::testing::ElementsAre(200, 300, 400));
+}
+
+TEST_P(FigureTest, ClosedFiguresDoNotComeBack) {
+  auto r =
+      Run("plt.plot([1]); plt.close()\n"
+          "plt.figure(figsize=(2, 1)); plt.figure(figsize=(3, 1)); plt.close(1)\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_THAT(Widths(r), ::testing::ElementsAre(300));
+}
+
+TEST_P(FigureTest, OpenFiguresComeBackAfterAnException) {
+  auto r = Run("plt.figure(figsize=(2, 1)); plt.plot([1])\nraise ValueError('after the plot')\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kError) << sandbox::testing::Describe(r);
+  ASSERT_TRUE(r.traceback.has_value());
+  EXPECT_EQ(r.traceback->type, "ValueError");
+  EXPECT_THAT(Widths(r), ::testing::ElementsAre(200));
+}
+
+TEST_P(FigureTest, MaxFiguresBoundsOpenFigures) {
+  const int max_figures = config::OutputOptions{}.max_figures;
+  auto r = Run("plt.figure(figsize=(1, 1)); plt.show()\nfor _ in range(" +
+               std::to_string(max_figures + 3) + "):\n    plt.figure(figsize=(1, 1))\n");
+  EXPECT_EQ(r.verdict, exec::Verdict::kOk) << sandbox::testing::Describe(r);
+  EXPECT_EQ(r.images.size(), static_cast<size_t>(max_figures));
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, FigureTest,
+                         ::testing::Values(FigureParam{config::PoolMode::kRecycle, true},
+                                           FigureParam{config::PoolMode::kRecycle, false},
+                                           FigureParam{config::PoolMode::kFresh, true},
+                                           FigureParam{config::PoolMode::kFresh, false}),
+                         [](const ::testing::TestParamInfo<FigureParam>& info) {
+                           return std::string(config::PoolModeName(info.param.mode)) +
+                                  (info.param.preloaded ? "_preloaded" : "_imported");
+                         });
 
 }  // namespace
 }  // namespace sandbox::service

@@ -142,6 +142,37 @@ TEST_F(SessionTest, GlobalsImportsAndFunctionsPersist) {
   EXPECT_EQ(*r6.value, "41");
 }
 
+// A cell's figures (shown, then still open at its end) come back with that cell only.
+TEST_F(SessionTest, EachCellReturnsItsOpenFiguresOnce) {
+  Build();
+  auto id = NewSession();
+  auto widths = [](const exec::RunResult& r) {
+    std::vector<int> w;
+    for (const auto& image : r.images) w.push_back(image.width);
+    return w;
+  };
+  auto r1 = Run(id, "import matplotlib.pyplot as plt\nplt.plot([3, 1, 2])");
+  ASSERT_EQ(r1.verdict, exec::Verdict::kOk) << r1.detail << r1.stderr_text;
+  EXPECT_THAT(widths(r1), ::testing::ElementsAre(640));
+  auto r2 = Run(id, "x = 1");
+  ASSERT_EQ(r2.verdict, exec::Verdict::kOk) << r2.detail << r2.stderr_text;
+  EXPECT_TRUE(r2.images.empty()) << "an earlier cell's figure came back again";
+  auto r3 = Run(id,
+                "plt.figure(figsize=(2, 1)); plt.show()\n"
+                "plt.figure(figsize=(3, 1)); plt.plot([1])\n"
+                "plt.figure(figsize=(4, 1)); plt.close()\n");
+  ASSERT_EQ(r3.verdict, exec::Verdict::kOk) << r3.detail << r3.stderr_text;
+  EXPECT_THAT(widths(r3), ::testing::ElementsAre(200, 300));
+  auto r4 = Run(id, "plt.figure(figsize=(2, 1))\n1 / 0");
+  EXPECT_EQ(r4.verdict, exec::Verdict::kError);
+  EXPECT_FALSE(r4.session_reset);
+  EXPECT_THAT(widths(r4), ::testing::ElementsAre(200));
+  auto r5 = Run(id, "len(plt.get_fignums())");
+  ASSERT_TRUE(r5.value.has_value()) << r5.stderr_text;
+  EXPECT_EQ(*r5.value, "0");
+  EXPECT_TRUE(r5.images.empty());
+}
+
 TEST_F(SessionTest, FilesGoInComeOutAndAreListed) {
   Build();
   auto id = NewSession();

@@ -1,0 +1,79 @@
+// The execution and session services with every run recorded in Metrics: verdicts, durations,
+// output bytes, images and files of runs that reached a sandbox, error codes of those that did
+// not. Everything else passes through.
+// Thread-safety: every method from any thread.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sandbox/exec/execution_service.h"
+#include "sandbox/exec/session_service.h"
+#include "sandbox/metrics/metrics.h"
+
+namespace sandbox::metrics {
+
+// Each configured pool's mode ("recycle" or "fresh") by its name, for the mode label.
+using PoolModes = std::map<std::string, std::string>;
+
+class MeteredRuns final : public exec::ExecutionService {
+ public:
+  MeteredRuns(exec::ExecutionService& inner, Metrics& metrics, PoolModes modes)
+      : inner_(inner), metrics_(metrics), modes_(std::move(modes)) {}
+  Result<exec::RunResult> Run(const exec::RunRequest& request, exec::RunObserver& observer,
+                              const exec::CancelToken& cancel) override;
+  Result<exec::ServiceInfo> Info() override { return inner_.Info(); }
+
+ private:
+  exec::ExecutionService& inner_;
+  Metrics& metrics_;
+  const PoolModes modes_;
+};
+
+// Session cells count under the session pool ("<pool>/sessions", mode fresh), as its gauges do.
+class MeteredSessions final : public exec::SessionService {
+ public:
+  MeteredSessions(exec::SessionService& inner, Metrics& metrics)
+      : inner_(inner), metrics_(metrics) {}
+  Result<exec::SessionInfo> Create(const std::string& principal,
+                                   const exec::SessionCreateRequest& request) override {
+    return inner_.Create(principal, request);
+  }
+  Result<std::vector<exec::SessionInfo>> List(const std::string& principal) override {
+    return inner_.List(principal);
+  }
+  Result<exec::SessionInfo> Get(const std::string& principal,
+                                const std::string& session_id) override {
+    return inner_.Get(principal, session_id);
+  }
+  Status Close(const std::string& principal, const std::string& session_id) override {
+    return inner_.Close(principal, session_id);
+  }
+  Result<exec::RunResult> Run(const std::string& principal, const std::string& session_id,
+                              const exec::RunRequest& request, exec::RunObserver& observer,
+                              const exec::CancelToken& cancel) override;
+  Result<std::vector<exec::SessionFile>> PutFiles(
+      const std::string& principal, const std::string& session_id,
+      const std::vector<exec::InputFile>& files) override {
+    return inner_.PutFiles(principal, session_id, files);
+  }
+  Result<exec::SessionFileList> ListFiles(const std::string& principal,
+                                          const std::string& session_id) override {
+    return inner_.ListFiles(principal, session_id);
+  }
+  Result<exec::OutputFile> GetFile(const std::string& principal, const std::string& session_id,
+                                   const std::string& path) override {
+    return inner_.GetFile(principal, session_id, path);
+  }
+  Status DeleteFile(const std::string& principal, const std::string& session_id,
+                    const std::string& path) override {
+    return inner_.DeleteFile(principal, session_id, path);
+  }
+
+ private:
+  exec::SessionService& inner_;
+  Metrics& metrics_;
+};
+
+}  // namespace sandbox::metrics

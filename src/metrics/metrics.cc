@@ -1,0 +1,335 @@
+#include "sandbox/metrics/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <array>
+#include <sstream>
+#include <utility>
+
+#include "sandbox/metrics/process_stats.h"
+
+namespace sandbox::metrics {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+double Seconds(std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1e6; }
+
+std::string_view KindName(RunKind kind) {
+  return kind == RunKind::kSession ? "session" : "oneshot";
+}
+
+// Bucket layouts (seconds), from a print(1) in a warm sandbox to a run at its longest limit.
+const Histogram::BucketBoundaries& RunBuckets() {
+  static const Histogram::BucketBoundaries kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                       2.5,   5,    10,    30,   60,  120,  300};
+  return kBuckets;
+}
+const Histogram::BucketBoundaries& WaitBuckets() {
+  static const Histogram::BucketBoundaries kBuckets = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
+                                                       0.5,    1,     2.5,   5,    10,   30};
+  return kBuckets;
+}
+const Histogram::BucketBoundaries& StartBuckets() {
+  static const Histogram::BucketBoundaries kBuckets = {0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60};
+  return kBuckets;
+}
+const Histogram::BucketBoundaries& EngineBuckets() {
+  static const Histogram::BucketBoundaries kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  return kBuckets;
+}
+
+// A family built at scrape time from a snapshot.
+class Polled {
+ public:
+  Polled(std::string name, std::string help, MetricType type) {
+    family_.name = std::move(name);
+    family_.help = std::move(help);
+    family_.type = type;
+  }
+  Polled& Add(std::vector<prometheus::ClientMetric::Label> labels, double value) {
+    prometheus::ClientMetric metric;
+    metric.label = std::move(labels);
+    if (family_.type == MetricType::Counter) {
+      metric.counter.value = value;
+    } else {
+      metric.gauge.value = value;
+    }
+    family_.metric.push_back(std::move(metric));
+    return *this;
+  }
+  MetricFamily Take() { return std::move(family_); }
+
+ private:
+  MetricFamily family_;
+};
+
+}  // namespace
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& runs =
+      BuildCounter()
+          .Name("sandbox_runs_total")
+          .Help(
+              "Runs that reached a sandbox, by pool, pool mode, kind (oneshot or session) and "
+              "verdict")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& run_errors =
+      BuildCounter()
+          .Name("sandbox_run_errors_total")
+          .Help(
+              "Runs refused or failed before they had a verdict, by kind and error code "
+              "(busy, rate_limited, invalid_argument, unavailable, ...)")
+          .Register(*registry);
+  prometheus::Family<Histogram>& run_seconds =
+      BuildHistogram()
+          .Name("sandbox_run_duration_seconds")
+          .Help("Whole run calls, waiting for a sandbox included, by pool, mode and kind")
+          .Register(*registry);
+  prometheus::Family<Histogram>& code_seconds =
+      BuildHistogram()
+          .Name("sandbox_run_code_duration_seconds")
+          .Help("Time the code itself ran inside the sandbox, by pool, mode and kind")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& output_bytes =
+      BuildCounter()
+          .Name("sandbox_run_output_bytes_total")
+          .Help("Bytes of stdout and stderr returned, by pool and stream")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& images =
+      BuildCounter()
+          .Name("sandbox_run_images_total")
+          .Help("Figures (PNG images) returned, by pool")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& files = BuildCounter()
+                                                       .Name("sandbox_run_files_total")
+                                                       .Help("Output files returned, by pool")
+                                                       .Register(*registry);
+  prometheus::Family<Histogram>& acquire_seconds =
+      BuildHistogram()
+          .Name("sandbox_pool_acquire_wait_seconds")
+          .Help("Time a run waited for a sandbox, by pool and result (ok or failed)")
+          .Register(*registry);
+  prometheus::Family<Histogram>& start_seconds =
+      BuildHistogram()
+          .Name("sandbox_pool_container_start_seconds")
+          .Help("Time to start a sandbox container until it is ready, by pool and result")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& engine_calls =
+      BuildCounter()
+          .Name("sandbox_engine_requests_total")
+          .Help("Docker Engine API requests, by operation and HTTP status (0: no answer)")
+          .Register(*registry);
+  prometheus::Family<Histogram>& engine_seconds =
+      BuildHistogram()
+          .Name("sandbox_engine_request_duration_seconds")
+          .Help("Docker Engine API request latency, by operation")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& http_requests =
+      BuildCounter()
+          .Name("sandbox_http_requests_total")
+          .Help("HTTP requests answered, by route template, method and status")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& build_info =
+      BuildGauge()
+          .Name("sandbox_build_info")
+          .Help("Always 1; the server's version in a label")
+          .Register(*registry);
+};
+
+Metrics::Metrics(MetricsOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->build_info.Add({{"version", options.version}}).Set(1);
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::RecordRun(RunKind kind, std::string_view pool, std::string_view mode,
+                        const exec::RunResult& result, std::chrono::microseconds took) {
+  const std::string p(pool);
+  const std::string m(mode);
+  const std::string k(KindName(kind));
+  impl_->runs
+      .Add({{"pool", p},
+            {"mode", m},
+            {"kind", k},
+            {"verdict", std::string(VerdictName(result.verdict))}})
+      .Increment();
+  impl_->run_seconds.Add({{"pool", p}, {"mode", m}, {"kind", k}}, RunBuckets())
+      .Observe(Seconds(took));
+  impl_->code_seconds.Add({{"pool", p}, {"mode", m}, {"kind", k}}, RunBuckets())
+      .Observe(static_cast<double>(result.duration_ms) / 1000.0);
+  impl_->output_bytes.Add({{"pool", p}, {"stream", "stdout"}})
+      .Increment(static_cast<double>(result.stdout_text.size()));
+  impl_->output_bytes.Add({{"pool", p}, {"stream", "stderr"}})
+      .Increment(static_cast<double>(result.stderr_text.size()));
+  impl_->images.Add({{"pool", p}}).Increment(static_cast<double>(result.images.size()));
+  impl_->files.Add({{"pool", p}}).Increment(static_cast<double>(result.files.size()));
+}
+
+void Metrics::RecordRunError(RunKind kind, ErrorCode code) {
+  impl_->run_errors
+      .Add({{"kind", std::string(KindName(kind))}, {"code", std::string(ErrorCodeName(code))}})
+      .Increment();
+}
+
+void Metrics::RecordAcquire(std::string_view pool, bool ok, std::chrono::microseconds waited) {
+  impl_->acquire_seconds
+      .Add({{"pool", std::string(pool)}, {"result", ok ? "ok" : "failed"}}, WaitBuckets())
+      .Observe(Seconds(waited));
+}
+
+void Metrics::RecordContainerStart(std::string_view pool, bool ok, std::chrono::microseconds took) {
+  impl_->start_seconds
+      .Add({{"pool", std::string(pool)}, {"result", ok ? "ok" : "failed"}}, StartBuckets())
+      .Observe(Seconds(took));
+}
+
+void Metrics::RecordEngineCall(std::string_view operation, long status,
+                               std::chrono::microseconds took) {
+  const std::string op(operation);
+  impl_->engine_calls.Add({{"operation", op}, {"status", std::to_string(status)}}).Increment();
+  impl_->engine_seconds.Add({{"operation", op}}, EngineBuckets()).Observe(Seconds(took));
+}
+
+void Metrics::RecordHttpRequest(std::string_view route, std::string_view method, int status) {
+  // A client picks the method token: only the standard ones get a label value of their own.
+  static constexpr std::array<std::string_view, 7> kMethods = {"GET",  "POST",    "PUT",  "DELETE",
+                                                               "HEAD", "OPTIONS", "PATCH"};
+  const bool known = std::find(kMethods.begin(), kMethods.end(), method) != kMethods.end();
+  impl_->http_requests
+      .Add({{"route", std::string(route)},
+            {"method", known ? std::string(method) : std::string("other")},
+            {"status", std::to_string(status)}})
+      .Increment();
+}
+
+std::string Metrics::Render(const Snapshot& now) const {
+  std::vector<MetricFamily> families = impl_->registry->Collect();
+
+  Polled sandboxes("sandbox_pool_sandboxes", "Sandboxes of each pool, by state", MetricType::Gauge);
+  Polled waiting("sandbox_pool_waiting_requests", "Runs waiting for a sandbox of the pool",
+                 MetricType::Gauge);
+  Polled capacity("sandbox_pool_max_sandboxes", "The pool's max_total", MetricType::Gauge);
+  Polled starts("sandbox_pool_container_starts_total",
+                "Sandbox container starts, by pool and result", MetricType::Counter);
+  Polled destroyed("sandbox_pool_containers_destroyed_total", "Sandbox containers removed",
+                   MetricType::Counter);
+  Polled timeouts("sandbox_pool_acquire_timeouts_total", "Runs that gave up waiting for a sandbox",
+                  MetricType::Counter);
+  Polled unhealthy("sandbox_pool_health_check_failures_total",
+                   "Idle sandboxes that failed a health check", MetricType::Counter);
+  for (const auto& pool : now.pools) {
+    const std::array<std::pair<const char*, int>, 5> states = {{{"idle", pool.idle},
+                                                                {"leased", pool.leased},
+                                                                {"starting", pool.starting},
+                                                                {"checking", pool.checking},
+                                                                {"destroying", pool.destroying}}};
+    for (const auto& [state, count] : states) {
+      sandboxes.Add({{"mode", pool.mode}, {"pool", pool.name}, {"state", state}}, count);
+    }
+    waiting.Add({{"pool", pool.name}}, pool.waiting);
+    capacity.Add({{"pool", pool.name}}, pool.max_total);
+    starts.Add({{"pool", pool.name}, {"result", "ok"}}, static_cast<double>(pool.created_total));
+    starts.Add({{"pool", pool.name}, {"result", "failed"}},
+               static_cast<double>(pool.start_failures_total));
+    destroyed.Add({{"pool", pool.name}}, static_cast<double>(pool.destroyed_total));
+    timeouts.Add({{"pool", pool.name}}, static_cast<double>(pool.acquire_timeouts_total));
+    unhealthy.Add({{"pool", pool.name}}, static_cast<double>(pool.health_check_failures_total));
+  }
+  for (Polled* p : {&sandboxes, &waiting, &capacity, &starts, &destroyed, &timeouts, &unhealthy}) {
+    families.push_back(p->Take());
+  }
+  if (now.sessions) {
+    families.push_back(Polled("sandbox_sessions", "Sessions open", MetricType::Gauge)
+                           .Add({}, now.sessions->active)
+                           .Take());
+    families.push_back(
+        Polled("sandbox_sessions_created_total", "Sessions created", MetricType::Counter)
+            .Add({}, static_cast<double>(now.sessions->created_total))
+            .Take());
+    families.push_back(Polled("sandbox_sessions_expired_total",
+                              "Sessions ended by their idle timeout or lifetime",
+                              MetricType::Counter)
+                           .Add({}, static_cast<double>(now.sessions->expired_total))
+                           .Take());
+    families.push_back(Polled("sandbox_sessions_restarted_total",
+                              "Session interpreters restarted empty after they died",
+                              MetricType::Counter)
+                           .Add({}, static_cast<double>(now.sessions->restarts_total))
+                           .Take());
+  }
+  families.push_back(
+      Polled("sandbox_mcp_sessions", "MCP Streamable HTTP sessions open", MetricType::Gauge)
+          .Add({}, static_cast<double>(now.mcp_sessions))
+          .Take());
+  families.push_back(
+      Polled("sandbox_http_streams", "Response streams (SSE) open", MetricType::Gauge)
+          .Add({}, static_cast<double>(now.streams_open))
+          .Take());
+  families.push_back(
+      Polled("sandbox_http_max_streams", "Stream slots (server.max_streams)", MetricType::Gauge)
+          .Add({}, static_cast<double>(now.stream_slots))
+          .Take());
+  families.push_back(
+      Polled("sandbox_engine_up", "1 when the last Docker engine ping answered", MetricType::Gauge)
+          .Add({}, now.engine_up ? 1 : 0)
+          .Take());
+  if (auto process = ReadProcessStats()) {
+    auto gauge = [&families](const char* name, const char* help, double value) {
+      families.push_back(Polled(name, help, MetricType::Gauge).Add({}, value).Take());
+    };
+    families.push_back(
+        Polled("process_cpu_seconds_total", "User and system CPU time spent", MetricType::Counter)
+            .Add({}, process->cpu_seconds)
+            .Take());
+    gauge("process_resident_memory_bytes", "Resident memory size",
+          static_cast<double>(process->resident_bytes));
+    gauge("process_virtual_memory_bytes", "Virtual memory size",
+          static_cast<double>(process->virtual_bytes));
+    gauge("process_threads", "OS threads", static_cast<double>(process->threads));
+    gauge("process_open_fds", "Open file descriptors", static_cast<double>(process->open_fds));
+    gauge("process_max_fds", "The open file descriptor limit",
+          static_cast<double>(process->max_fds));
+    gauge("process_start_time_seconds", "Start time since the Unix epoch",
+          process->start_time_seconds);
+  }
+
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+std::string RouteOf(std::string_view path) {
+  static constexpr std::array<std::string_view, 11> kExact = {
+      "/mcp",     "/sse",    "/messages", "/eval", "/v1/execute", "/v1/sessions", "/openapi.json",
+      "/healthz", "/readyz", "/metrics",  "/"};
+  for (auto route : kExact) {
+    if (path == route) return std::string(route);
+  }
+  constexpr std::string_view kSessions = "/v1/sessions/";
+  if (path.starts_with(kSessions)) {
+    std::string_view rest = path.substr(kSessions.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return rest.empty() ? "other" : "/v1/sessions/{id}";
+    rest = rest.substr(slash);
+    if (rest == "/files") return "/v1/sessions/{id}/files";
+    if (rest.starts_with("/files/") && rest.size() > 7) return "/v1/sessions/{id}/files/{path}";
+  }
+  return "other";
+}
+
+}  // namespace sandbox::metrics

@@ -1,0 +1,47 @@
+// The operator's endpoints: GET /healthz (liveness and counters), GET /readyz (whether this
+// server should be sent work now) and GET /metrics (Prometheus text format).
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include "sandbox/config/config.h"
+#include "sandbox/core/slot_limiter.h"
+#include "sandbox/docker/client.h"
+#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/metrics/metrics.h"
+#include "sandbox/service/sandbox_service.h"
+#include "sandbox/service/session_manager.h"
+
+namespace sandbox::server {
+
+// What the probes read; everything must outlive the HTTP server.
+struct ProbeSources {
+  const docker::Client* client = nullptr;
+  const service::SandboxService* service = nullptr;
+  const service::SessionManager* sessions = nullptr;  // null while sessions are off
+  const http::StreamableHttpTransport* streamable = nullptr;
+  const SlotLimiter* stream_slots = nullptr;
+  const config::Config* config = nullptr;
+  metrics::Metrics* metrics = nullptr;
+  // Set once shutdown begins: /readyz answers 503 from then on.
+  const std::atomic<bool>* draining = nullptr;
+};
+
+// One pool's readiness: it can serve while it has an idle sandbox, one starting, or its last
+// start did not fail (a pool at max_total with every sandbox leased queues, it is not broken).
+struct PoolReadiness {
+  bool ready = false;
+  std::string reason;
+};
+PoolReadiness ReadinessOf(const pool::PoolStats& stats);
+
+// The state a scrape renders, read off the sources.
+metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up);
+
+void RegisterProbes(httplib::Server& server, const ProbeSources& sources);
+
+}  // namespace sandbox::server
