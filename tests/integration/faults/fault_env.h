@@ -1,5 +1,6 @@
 // What the fault-injection tests break: a second dockerd of their own (own socket, data root,
-// exec root and pid file, no bridge, no iptables), so stopping or stalling it disturbs no one,
+// exec root and pid file, a bridge of its own, no iptables), so stopping or stalling it disturbs
+// no one,
 // with the sandbox image loaded from the main engine (docker save | docker load, once per
 // machine: the data root persists under /var/tmp); and a Unix-socket proxy (engine_proxy.py)
 // that slows down or stalls the engine's answers.
@@ -53,6 +54,9 @@ inline std::string Capture(const std::string& command) {
   return out;
 }
 
+// The second dockerd's bridge interface (see Start).
+inline constexpr const char* kFaultBridge = "sbxfault0";
+
 // One dockerd the tests own. Not thread-safe: the test thread drives it.
 class SecondEngine {
  public:
@@ -78,6 +82,18 @@ class SecondEngine {
   // Starts dockerd and waits until it answers (true) or 90 s passed.
   bool Start() {
     if (pid_ > 0) return true;
+    // Not --bridge=none: a dockerd without a bridge deletes the interface docker0 at start-up,
+    // which breaks the main engine's bridge network (every `docker build` then fails). A bridge
+    // of its own, kept like the data root, leaves docker0 alone.
+    const std::string bridge(kFaultBridge);
+    const std::string create = "ip link show " + bridge + " >/dev/null 2>&1 || { ip link add " +
+                               bridge + " type bridge && ip addr add 172.31.254.1/24 dev " +
+                               bridge + "; }";
+    if (std::system(create.c_str()) != 0) {
+      ADD_FAILURE() << "cannot create the bridge " << bridge << " for the second dockerd";
+      return false;
+    }
+    const std::string bridge_arg = "--bridge=" + bridge;
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);  // no terminal signal of the test reaches it
@@ -90,7 +106,7 @@ class SecondEngine {
       std::string exec = "--exec-root=" + dir_ + "/exec";
       std::string pidfile = "--pidfile=" + dir_ + "/docker.pid";
       ::execlp("dockerd", "dockerd", host_arg.c_str(), data.c_str(), exec.c_str(), pidfile.c_str(),
-               "--bridge=none", "--iptables=false", "--ip-masq=false", "--ip-forward=false",
+               bridge_arg.c_str(), "--iptables=false", "--ip-masq=false", "--ip-forward=false",
                "--shutdown-timeout=2", static_cast<char*>(nullptr));
       ::_exit(127);
     }

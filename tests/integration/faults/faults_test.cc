@@ -38,9 +38,15 @@ using std::chrono::seconds;
 class Faults : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // The main engine's bridge must survive the second engine (it once deleted docker0).
+    const bool had_docker0 = std::system("ip link show docker0 >/dev/null 2>&1") == 0;
     engine_ = new SecondEngine();
     ASSERT_TRUE(engine_->Start()) << "the second dockerd did not start; see " << engine_->dir()
                                   << "/dockerd.log";
+    if (had_docker0) {
+      EXPECT_EQ(std::system("ip link show docker0 >/dev/null 2>&1"), 0)
+          << "starting the second dockerd removed the main engine's docker0";
+    }
     ASSERT_TRUE(engine_->EnsureImage(sandbox::testing::TestImage()))
         << "could not load " << sandbox::testing::TestImage() << " into the second engine";
     curl_ = new docker::CurlGlobal();
