@@ -362,6 +362,7 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   }));
   SANDBOX_RETURN_IF_ERROR(r.Read("default_pool", base.default_pool));
   SANDBOX_RETURN_IF_ERROR(r.Read("log_level", base.log_level));
+  SANDBOX_RETURN_IF_ERROR(r.Read("log_format", base.log_format));
   SANDBOX_RETURN_IF_ERROR(r.Read("instance_id", base.instance_id));
   SANDBOX_RETURN_IF_ERROR(r.RejectUnknown());
   return base;
@@ -373,6 +374,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
   std::optional<std::string> listen;
   std::optional<std::string> config_file;
   std::optional<std::string> log_level;
+  std::optional<std::string> log_format;
   std::optional<std::string> instance_id;
   auto usage = [](const std::string& what) {
     return Error(ErrorCode::kInvalidArgument, what + " (see --help)");
@@ -401,6 +403,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
       auto v = value("--log-level");
       if (!v.ok()) return v.error();
       log_level = *v;
+    } else if (arg == "--log-format") {
+      auto v = value("--log-format");
+      if (!v.ok()) return v.error();
+      log_format = *v;
     } else if (arg == "--instance-id") {
       auto v = value("--instance-id");
       if (!v.ok()) return v.error();
@@ -432,6 +438,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv,
     out.config = std::move(*applied);
   }
   if (log_level) out.config.log_level = *log_level;
+  if (log_format) out.config.log_format = *log_format;
   if (instance_id) out.config.instance_id = *instance_id;
   if (auto it = env.find("SANDBOX_MCP_TOKEN"); it != env.end() && !it->second.empty()) {
     out.config.server.token = it->second;
@@ -534,6 +541,9 @@ Status Validate(const Config& config) {
   if (!kLevels.contains(config.log_level)) {
     return Invalid("log_level", "expected one of trace, debug, info, warn, error, off");
   }
+  if (config.log_format != "text" && config.log_format != "json") {
+    return Invalid("log_format", "expected text or json");
+  }
   if (config.instance_id.empty() || config.instance_id.size() > 63) {
     return Invalid("instance_id", "must be 1-63 characters");
   }
@@ -598,7 +608,7 @@ Status Validate(const Config& config) {
 
 std::string UsageText() {
   return R"(usage: sandbox-mcp [--listen HOST:PORT] [--stdio] [--config FILE] [--log-level LEVEL]
-                   [--instance-id ID]
+                   [--log-format text|json] [--instance-id ID]
 
 Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containers.
 
@@ -606,6 +616,7 @@ Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containe
   --stdio             speak MCP over stdin/stdout instead of HTTP
   --config FILE       JSON configuration (see README, "Configuration")
   --log-level LEVEL   trace, debug, info (default), warn, error, off
+  --log-format FORMAT text (default) or json: one JSON object per log line
   --instance-id ID    label of this server's containers (default "default"); a server
                       starting removes the containers of its instance id whose owning
                       server process is gone, never those of a live server

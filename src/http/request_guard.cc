@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "http_util.h"
+#include "sandbox/mcp/random_id.h"
 
 namespace sandbox::http {
 namespace {
@@ -144,9 +145,20 @@ std::optional<Rejection> RequestGuard::Check(std::string_view path, std::string_
   return std::nullopt;
 }
 
+std::string RequestIdFor(std::string_view presented) {
+  const bool usable = !presented.empty() && presented.size() <= 64 &&
+                      std::all_of(presented.begin(), presented.end(), [](char c) {
+                        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                               (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+                      });
+  return usable ? std::string(presented) : mcp::RandomHexId(8);
+}
+
 void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) const {
   server.set_pre_routing_handler([this, peer_allowed = std::move(peer_allowed)](
                                      const httplib::Request& req, httplib::Response& res) {
+    // Every answer, refusals included, names its request for the operator's logs.
+    res.set_header("X-Request-Id", RequestIdFor(req.get_header_value("X-Request-Id")));
     if (peer_allowed && !peer_allowed(req.remote_addr, req.remote_port)) {
       detail::SendRpcError(res, 403, mcp::rpc_code::kServerError,
                            "Forbidden: this port is the server's internal one; connect to its "

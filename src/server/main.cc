@@ -32,6 +32,7 @@
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
 #include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/logging/json_formatter.h"
 #include "sandbox/mcp/conformance_tools.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/run_python_tool.h"
@@ -221,6 +222,9 @@ int main(int argc, char** argv) {
   // Logs go to stderr: with --stdio, stdout carries the protocol.
   auto logger = spdlog::stderr_color_mt("sandbox-mcp");
   logger->set_level(spdlog::level::from_str(config.log_level));
+  if (config.log_format == "json") {
+    logger->set_formatter(std::make_unique<sandbox::logging::JsonFormatter>());
+  }
   if (auto valid = sandbox::config::Validate(config); !valid.ok())
     return Fail(logger, valid.error());
 

@@ -170,6 +170,9 @@ struct Config {
   std::vector<PoolConfig> pools = {PoolConfig{}};
   std::string default_pool = "default";
   std::string log_level = "info";  // trace, debug, info, warn, error
+  // "text" (spdlog's default lines) or "json" (one object per line: time, level, logger,
+  // thread, msg; logging/json_formatter.h).
+  std::string log_format = "text";
   OutputOptions output;
   // Labels every container of this server carries: io.sandbox-mcp.managed=true plus
   // io.sandbox-mcp.instance=<instance_id>, used for crash recovery.

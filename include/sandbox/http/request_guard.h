@@ -54,6 +54,10 @@ struct Rejection {
   std::string message;
 };
 
+// The X-Request-Id of an answer: the client's own when it sent a usable one (1-64 of
+// [A-Za-z0-9._-], so it cannot inject into logs or headers), else 16 random hex digits.
+std::string RequestIdFor(std::string_view presented);
+
 class RequestGuard {
  public:
   explicit RequestGuard(GuardOptions options);
@@ -63,6 +67,7 @@ class RequestGuard {
                                  std::string_view origin, std::string_view authorization) const;
 
   // Installs the guard as `server`'s pre-routing handler; rejections get a JSON-RPC error body.
+  // It also sets every answer's X-Request-Id (RequestIdFor).
   // `peer_allowed` (when set) is checked first, for every path: 403 for other peers.
   void Install(httplib::Server& server, PeerCheck peer_allowed = {}) const;
 

@@ -750,10 +750,11 @@ TEST_P(AttackTest, Run) {
   const auto elapsed = std::chrono::steady_clock::now() - begin;
 
   EXPECT_EQ(r.verdict, attack.verdict) << Describe(r);
-  // Generous, only against hangs: a minute past the run's own limit.
-  EXPECT_LT(elapsed,
-            std::chrono::seconds(60) + std::chrono::duration<double>(attack.timeout_s.value_or(20)))
-      << "the attack was not stopped in time";
+  // Only against hangs (not a timing check; loaded machines are slow): five minutes past the
+  // run's own limit, so a run the server never ends fails this case instead of the binary.
+  EXPECT_LT(elapsed, std::chrono::seconds(300) +
+                         std::chrono::duration<double>(attack.timeout_s.value_or(20)))
+      << "the attack was not stopped";
   if (attack.stdout_exact) {
     EXPECT_EQ(r.stdout_text, *attack.stdout_exact) << Describe(r);
   }

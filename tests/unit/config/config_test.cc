@@ -263,6 +263,22 @@ TEST(ConfigTest, ConnectionGuardLimitsAreReadWithDocumentedDefaultsAndBounded) {
   }
 }
 
+TEST(ConfigTest, LogFormatTextByDefaultJsonOnRequest) {
+  auto plain = Parse({});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->config.log_format, "text");
+  auto json = Parse({"--log-format", "json"});
+  ASSERT_TRUE(json.ok()) << json.error().ToString();
+  EXPECT_EQ(json->config.log_format, "json");
+  EXPECT_TRUE(Validate(json->config).ok());
+  auto bad = Parse({"--log-format", "xml"});
+  ASSERT_TRUE(bad.ok());
+  auto status = Validate(bad->config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("log_format"), std::string::npos);
+  EXPECT_FALSE(Parse({"--log-format"}).ok());
+}
+
 TEST(ConfigTest, ReadsConfigFileAndCommandLineWins) {
   std::string path = ::testing::TempDir() + "/sandbox-config-test.json";
   {

@@ -11,6 +11,21 @@ std::optional<Rejection> Check(const RequestGuard& guard, std::string_view host,
   return guard.Check(path, host, origin.has_value(), origin.value_or(""), auth);
 }
 
+TEST(RequestGuardTest, RequestIdIsTheClientsWhenSafeElseRandom) {
+  EXPECT_EQ(RequestIdFor("trace-42.a_B"), "trace-42.a_B");
+  const std::string fresh = RequestIdFor("");
+  EXPECT_EQ(fresh.size(), 16U);
+  EXPECT_EQ(fresh.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(RequestIdFor(""), fresh);
+  // Nothing that could split a log line or a header, nothing unbounded.
+  for (std::string bad : {std::string("a b"), std::string("x\r\nSet-Cookie: y"),
+                          std::string("{\"json\":1}"), std::string(65, 'a')}) {
+    const std::string id = RequestIdFor(bad);
+    EXPECT_NE(id, bad);
+    EXPECT_EQ(id.size(), 16U);
+  }
+}
+
 TEST(RequestGuardTest, AcceptsLoopbackHostsOnly) {
   RequestGuard guard(GuardOptions{});
   for (auto host : {"localhost", "localhost:8080", "127.0.0.1", "127.0.0.1:8080", "127.1.2.3:9",

@@ -1,0 +1,20 @@
+// --log-format json: every log line one JSON object, for log shippers (Loki, Elasticsearch,
+// CloudWatch): {"time":"2026-12-04T01:02:03.456Z","level":"info","logger":"sandbox-mcp",
+// "thread":123,"msg":"..."}. The message is JSON-escaped (invalid UTF-8 replaced), so a run's
+// text in a log line cannot break the line or forge fields.
+// Thread-safety: spdlog clones a formatter per sink and serialises calls to each.
+#pragma once
+
+#include <spdlog/formatter.h>
+
+#include <memory>
+
+namespace sandbox::logging {
+
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override;
+  std::unique_ptr<spdlog::formatter> clone() const override;
+};
+
+}  // namespace sandbox::logging
