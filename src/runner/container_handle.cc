@@ -1,6 +1,7 @@
 #include "sandbox/runner/container_handle.h"
 
 #include <chrono>
+#include <thread>
 
 namespace sandbox::runner {
 
@@ -21,6 +22,20 @@ void ContainerHandle::Remove() {
   options.volumes = true;
   auto status =
       client_->RemoveContainer(id_, options, docker::CallOptions::Within(std::chrono::seconds(30)));
+  // A container exiting at the moment of the force-remove makes dockerd answer 500 "Could not
+  // kill running container ..., cannot remove - Container ... is not running" (seen once in a
+  // 1-hour soak; the container then stayed behind, exited, until the next start-up's sweep).
+  // The state settles within moments: ask again a few times.
+  for (const auto delay : {std::chrono::milliseconds(100), std::chrono::milliseconds(400),
+                           std::chrono::milliseconds(1500)}) {
+    if (status.ok() || status.error().code() != ErrorCode::kEngine) break;
+    if (logger_) {
+      logger_->info("remove container {}: {}; retrying", short_id(), status.error().message());
+    }
+    std::this_thread::sleep_for(delay);
+    status = client_->RemoveContainer(id_, options,
+                                      docker::CallOptions::Within(std::chrono::seconds(30)));
+  }
   // 404: already gone. 409: the engine is already removing it (AutoRemove after exit); wait
   // until it is gone, so "removed" means no longer listed (tests and shutdown count on it).
   if (!status.ok() && status.error().code() == ErrorCode::kConflict) {
