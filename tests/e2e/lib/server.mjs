@@ -169,6 +169,12 @@ export class SandboxServer {
     rmSync(this.configDir, { recursive: true, force: true });
     const leftovers = await instanceContainers(this.instanceId);
     if (leftovers.length > 0) {
+      // Say what was left (state, pool, mode, created) before removing the evidence: the
+      // server's log has the reason under the container's short id.
+      const described = await docker('inspect', '--format',
+        '{{.Id}} {{.State.Status}} pool={{index .Config.Labels "io.sandbox-mcp.pool"}} mode={{index .Config.Labels "io.sandbox-mcp.mode"}} created={{.Created}}',
+        ...leftovers).catch((err) => String(err));
+      process.stderr.write(`[server] containers left by ${this.instanceId}:\n${described}\n`);
       // Do not leak them into the next suite; the caller still fails on `leftovers`.
       await docker('rm', '-f', ...leftovers).catch(() => {});
     }
