@@ -463,9 +463,9 @@ INSTANTIATE_TEST_SUITE_P(BothModes, FigureTest,
                                            FigureParam{config::PoolMode::kRecycle, false},
                                            FigureParam{config::PoolMode::kFresh, true},
                                            FigureParam{config::PoolMode::kFresh, false}),
-                         [](const ::testing::TestParamInfo<FigureParam>& info) {
-                           return std::string(config::PoolModeName(info.param.mode)) +
-                                  (info.param.preloaded ? "_preloaded" : "_imported");
+                         [](const ::testing::TestParamInfo<FigureParam>& figure) {
+                           return std::string(config::PoolModeName(figure.param.mode)) +
+                                  (figure.param.preloaded ? "_preloaded" : "_imported");
                          });
 
 }  // namespace

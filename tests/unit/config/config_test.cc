@@ -267,10 +267,10 @@ TEST(ConfigTest, LogFormatTextByDefaultJsonOnRequest) {
   auto plain = Parse({});
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->config.log_format, "text");
-  auto json = Parse({"--log-format", "json"});
-  ASSERT_TRUE(json.ok()) << json.error().ToString();
-  EXPECT_EQ(json->config.log_format, "json");
-  EXPECT_TRUE(Validate(json->config).ok());
+  auto as_json = Parse({"--log-format", "json"});
+  ASSERT_TRUE(as_json.ok()) << as_json.error().ToString();
+  EXPECT_EQ(as_json->config.log_format, "json");
+  EXPECT_TRUE(Validate(as_json->config).ok());
   auto bad = Parse({"--log-format", "xml"});
   ASSERT_TRUE(bad.ok());
   auto status = Validate(bad->config);

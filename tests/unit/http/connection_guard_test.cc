@@ -272,7 +272,7 @@ TEST_F(GuardTest, HttplibsOwnRefusalsGetJsonBodies) {
   const std::string thrown = client.ReadResponse();
   EXPECT_EQ(StatusOf(thrown), 500);
   EXPECT_EQ(thrown.find("secret detail"), std::string::npos) << thrown;
-  EXPECT_NO_THROW((void)nlohmann::json::parse(BodyOf(thrown)));
+  EXPECT_TRUE(nlohmann::json::accept(BodyOf(thrown))) << thrown;
 }
 
 TEST_F(GuardTest, RefusesOversizedHeadsWithJsonNamingTheLimitAndCloses) {
