@@ -34,7 +34,7 @@ Result<exec::RunResult> MeteredSessions::Run(const std::string& principal,
                                              exec::RunObserver& observer,
                                              const exec::CancelToken& cancel) {
   const auto begin = std::chrono::steady_clock::now();
-  auto result = inner_.Run(principal, session_id, request, observer, cancel);
+  auto result = inner().Run(principal, session_id, request, observer, cancel);
   if (!result.ok()) {
     metrics_.RecordRunError(RunKind::kSession, result.error().code());
     return result;

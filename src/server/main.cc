@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
   // Outermost, so refusals of the fair share are counted too.
   sandbox::metrics::PoolModes pool_modes;
   for (const auto& pc : config.pools) {
-    pool_modes[pc.name] = pc.mode == sandbox::config::PoolMode::kFresh ? "fresh" : "recycle";
+    pool_modes[pc.name] = sandbox::config::PoolModeName(pc.mode);
   }
   sandbox::metrics::MeteredRuns runs(fair_runs, metrics, std::move(pool_modes));
   std::optional<sandbox::metrics::MeteredSessions> metered_sessions;

@@ -22,7 +22,7 @@ std::string ModeOf(const ProbeSources& sources, const std::string& pool) {
   if (pool.ends_with("/sessions")) return "fresh";
   const auto* config = config::FindPool(*sources.config, pool);
   if (config == nullptr) return "unknown";
-  return config->mode == config::PoolMode::kFresh ? "fresh" : "recycle";
+  return std::string(config::PoolModeName(config->mode));
 }
 
 int MaxTotalOf(const ProbeSources& sources, const std::string& pool) {

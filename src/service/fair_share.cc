@@ -27,7 +27,7 @@ Result<exec::RunResult> FairShareSessions::Run(const std::string& principal,
                                                const exec::CancelToken& cancel) {
   auto ticket = AdmitRun(quota_, principal);
   if (!ticket.ok()) return ticket.error();
-  return inner_.Run(principal, session_id, request, observer, cancel);
+  return inner().Run(principal, session_id, request, observer, cancel);
 }
 
 }  // namespace sandbox::service

@@ -117,4 +117,52 @@ class SessionService {
                             const std::string& path) = 0;
 };
 
+// A SessionService that passes every call to `inner`: the base of decorators (fair sharing,
+// metrics) that override only what they add to.
+class ForwardingSessionService : public SessionService {
+ public:
+  explicit ForwardingSessionService(SessionService& inner) : inner_(inner) {}
+  Result<SessionInfo> Create(const std::string& principal,
+                             const SessionCreateRequest& request) override {
+    return inner_.Create(principal, request);
+  }
+  Result<std::vector<SessionInfo>> List(const std::string& principal) override {
+    return inner_.List(principal);
+  }
+  Result<SessionInfo> Get(const std::string& principal, const std::string& session_id) override {
+    return inner_.Get(principal, session_id);
+  }
+  Status Close(const std::string& principal, const std::string& session_id) override {
+    return inner_.Close(principal, session_id);
+  }
+  Result<RunResult> Run(const std::string& principal, const std::string& session_id,
+                        const RunRequest& request, RunObserver& observer,
+                        const CancelToken& cancel) override {
+    return inner_.Run(principal, session_id, request, observer, cancel);
+  }
+  Result<std::vector<SessionFile>> PutFiles(const std::string& principal,
+                                            const std::string& session_id,
+                                            const std::vector<InputFile>& files) override {
+    return inner_.PutFiles(principal, session_id, files);
+  }
+  Result<SessionFileList> ListFiles(const std::string& principal,
+                                    const std::string& session_id) override {
+    return inner_.ListFiles(principal, session_id);
+  }
+  Result<OutputFile> GetFile(const std::string& principal, const std::string& session_id,
+                             const std::string& path) override {
+    return inner_.GetFile(principal, session_id, path);
+  }
+  Status DeleteFile(const std::string& principal, const std::string& session_id,
+                    const std::string& path) override {
+    return inner_.DeleteFile(principal, session_id, path);
+  }
+
+ protected:
+  SessionService& inner() { return inner_; }
+
+ private:
+  SessionService& inner_;
+};
+
 }  // namespace sandbox::exec

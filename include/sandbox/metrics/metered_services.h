@@ -32,47 +32,15 @@ class MeteredRuns final : public exec::ExecutionService {
 };
 
 // Session cells count under the session pool ("<pool>/sessions", mode fresh), as its gauges do.
-class MeteredSessions final : public exec::SessionService {
+class MeteredSessions final : public exec::ForwardingSessionService {
  public:
   MeteredSessions(exec::SessionService& inner, Metrics& metrics)
-      : inner_(inner), metrics_(metrics) {}
-  Result<exec::SessionInfo> Create(const std::string& principal,
-                                   const exec::SessionCreateRequest& request) override {
-    return inner_.Create(principal, request);
-  }
-  Result<std::vector<exec::SessionInfo>> List(const std::string& principal) override {
-    return inner_.List(principal);
-  }
-  Result<exec::SessionInfo> Get(const std::string& principal,
-                                const std::string& session_id) override {
-    return inner_.Get(principal, session_id);
-  }
-  Status Close(const std::string& principal, const std::string& session_id) override {
-    return inner_.Close(principal, session_id);
-  }
+      : ForwardingSessionService(inner), metrics_(metrics) {}
   Result<exec::RunResult> Run(const std::string& principal, const std::string& session_id,
                               const exec::RunRequest& request, exec::RunObserver& observer,
                               const exec::CancelToken& cancel) override;
-  Result<std::vector<exec::SessionFile>> PutFiles(
-      const std::string& principal, const std::string& session_id,
-      const std::vector<exec::InputFile>& files) override {
-    return inner_.PutFiles(principal, session_id, files);
-  }
-  Result<exec::SessionFileList> ListFiles(const std::string& principal,
-                                          const std::string& session_id) override {
-    return inner_.ListFiles(principal, session_id);
-  }
-  Result<exec::OutputFile> GetFile(const std::string& principal, const std::string& session_id,
-                                   const std::string& path) override {
-    return inner_.GetFile(principal, session_id, path);
-  }
-  Status DeleteFile(const std::string& principal, const std::string& session_id,
-                    const std::string& path) override {
-    return inner_.DeleteFile(principal, session_id, path);
-  }
 
  private:
-  exec::SessionService& inner_;
   Metrics& metrics_;
 };
 
