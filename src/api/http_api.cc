@@ -296,8 +296,16 @@ void HttpApi::Register(httplib::Server& server) {
     auto body = ParseBody(req, error);
     if (!body) return SendSnekboxError(res, "Invalid JSON", error);
     EvalPlan plan;
-    if (auto refused = ParseEvalRequest(*body, options_.python_executables, plan)) {
+    if (auto refused = ParseEvalRequest(*body, plan)) {
       return SendSnekboxError(res, refused->title, *refused);
+    }
+    if (!plan.executable.empty()) {
+      auto pool = service_.PoolForExecutable(plan.executable);
+      if (!pool.ok()) {
+        ApiError refused = FromEngineError(pool.error(), options_.retry_after_s);
+        return SendSnekboxError(res, "Request data failed validation", refused);
+      }
+      plan.request.pool = std::move(*pool);
     }
     if (plan.immediate_failure) return SendJson(res, 200, EvalFailure(*plan.immediate_failure));
     SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;

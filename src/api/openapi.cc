@@ -19,15 +19,13 @@ json ErrorResponse(const std::string& description, const std::string& schema = "
   return {{"description", description}, {"content", JsonContent(Ref(schema))}};
 }
 
-json Schemas(const ApiOptions& options) {
+json Schemas() {
   json verdicts = json::array();
   for (auto v : {exec::Verdict::kOk, exec::Verdict::kError, exec::Verdict::kTimeout,
                  exec::Verdict::kMemory, exec::Verdict::kOutputLimit, exec::Verdict::kCancelled,
                  exec::Verdict::kSignal, exec::Verdict::kInternal}) {
     verdicts.push_back(exec::VerdictName(v));
   }
-  json executables = json::array();
-  for (const auto& path : options.python_executables) executables.push_back(path);
   json s;
   s["Error"] = {{"type", "object"},
                 {"description", "Why a request was refused."},
@@ -69,8 +67,11 @@ json Schemas(const ApiOptions& options) {
             {"required", {"path"}}}}}},
         {"executable_path",
          {{"type", "string"},
-          {"enum", executables},
-          {"description", "each allowed value names the sandbox's interpreter"}}}}},
+          {"description",
+           "the interpreter to run: picks the pool that answers to the path (a pool's "
+           "`python`, its `executables`, /snekbin/python/<major.minor>/bin/python of its "
+           "version, and for the default pool /snekbin/python/default/bin/python); empty or "
+           "absent: the default pool"}}}}},
       {"anyOf", {{{"required", {"input"}}}, {{"required", {"args"}}}}},
       {"examples",
        {{{"input", "print('Hello')"}},
@@ -452,7 +453,7 @@ json OpenApiDocument(const ApiOptions& options) {
              "created them."}}},
           {"paths", paths},
           {"components",
-           {{"schemas", Schemas(options)},
+           {{"schemas", Schemas()},
             {"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}}}},
           {"security", {{{"bearer", json::array()}}}}};
 }

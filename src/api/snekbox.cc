@@ -29,11 +29,6 @@ bool IsWhitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\
 
 }  // namespace
 
-std::vector<std::string> DefaultPythonExecutables() {
-  return {"/snekbin/python/default/bin/python", "/snekbin/python/default/bin/python3",
-          "/usr/local/bin/python", "/usr/local/bin/python3"};
-}
-
 Result<std::string> NormalizeSnekboxPath(std::string_view path) {
   const std::string quoted = "'" + std::string(path) + "'";
   if (path.find('\0') != std::string_view::npos) {
@@ -89,9 +84,7 @@ std::string LauncherCode(const std::vector<std::string>& args) {
          "sys.exit(_status)\n";
 }
 
-std::optional<ApiError> ParseEvalRequest(const json& body,
-                                         const std::vector<std::string>& allowed_executables,
-                                         EvalPlan& plan) {
+std::optional<ApiError> ParseEvalRequest(const json& body, EvalPlan& plan) {
   plan = EvalPlan{};
   if (!body.is_object()) {
     return Refuse("", "the body must be a JSON object, got " + TypeName(body));
@@ -123,15 +116,7 @@ std::optional<ApiError> ParseEvalRequest(const json& body,
     if (!it->is_string()) {
       return Refuse("executable_path", "executable_path: expected a string, got " + TypeName(*it));
     }
-    const auto path = it->get<std::string>();
-    if (!path.empty() && std::find(allowed_executables.begin(), allowed_executables.end(), path) ==
-                             allowed_executables.end()) {
-      std::string allowed;
-      for (const auto& a : allowed_executables) allowed += (allowed.empty() ? "" : ", ") + a;
-      return Refuse("executable_path",
-                    "executable_path: \"" + path +
-                        "\" is not an interpreter of this sandbox (allowed: " + allowed + ")");
-    }
+    plan.executable = it->get<std::string>();
   }
   if (auto it = body.find("files"); it != body.end()) {
     if (!it->is_array()) {

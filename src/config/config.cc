@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -154,6 +155,7 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   }
   SANDBOX_RETURN_IF_ERROR(r.Read("image", pool.image));
   SANDBOX_RETURN_IF_ERROR(r.Read("python", pool.python));
+  SANDBOX_RETURN_IF_ERROR(r.Read("executables", pool.executables));
   SANDBOX_RETURN_IF_ERROR(r.Read("runtime", pool.runtime));
   SANDBOX_RETURN_IF_ERROR(r.Read("preload", pool.preload));
   SANDBOX_RETURN_IF_ERROR(r.Read("warm_plot", pool.warm_plot));
@@ -571,6 +573,7 @@ Status Validate(const Config& config) {
   if (o.max_files_bytes < 0) return Invalid("output.max_files_bytes", "must not be negative");
   if (config.pools.empty()) return Invalid("pools", "at least one pool is required");
   std::set<std::string> names;
+  std::map<std::string, std::string> executables;  // path -> pool
   for (std::size_t i = 0; i < config.pools.size(); ++i) {
     const auto& p = config.pools[i];
     std::string path = "pools[" + std::to_string(i) + "]";
@@ -580,6 +583,15 @@ Status Validate(const Config& config) {
     if (p.image.empty()) return Invalid(path + ".image", "must not be empty");
     if (p.python.empty() || p.python[0] != '/')
       return Invalid(path + ".python", "must be an absolute path");
+    for (std::size_t j = 0; j < p.executables.size(); ++j) {
+      const std::string& e = p.executables[j];
+      const std::string where = path + ".executables[" + std::to_string(j) + "]";
+      if (e.empty() || e[0] != '/') return Invalid(where, "must be an absolute path");
+      auto [it, fresh] = executables.emplace(e, p.name);
+      if (!fresh && it->second != p.name) {
+        return Invalid(where, "\"" + e + "\" is already served by pool \"" + it->second + "\"");
+      }
+    }
     if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
     if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
     if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");

@@ -47,7 +47,7 @@ import time
 import traceback
 import types
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 HARNESS_FILE = (lambda: None).__code__.co_filename  # "<harness>" under the bootstrap
 CELL_FILENAME = "<cell>"
 
@@ -168,44 +168,15 @@ def decode_message(kind, payload):
 # ---------------------------------------------------------------------------------------------
 # Configuration and requests
 
-DEFAULT_LIMITS = {
-    "timeout_s": 10.0,
-    "output_bytes": 1 << 20,
-    "cpu_s": 0,  # 0: timeout_s rounded up, plus one second
-    "nproc": 64,
-    "nofile": 256,
-    "fsize_bytes": 16 << 20,
-    "memory_bytes": 0,  # 0: no per-run narrowing (the container's memory limit only)
-}
+# Every bound below comes from the server, which owns them (include/sandbox/runner/
+# result_checks.h, config.h) and checks requests against the same numbers before a run: the
+# harness has no defaults of its own, so a missing field is a protocol error, never a second
+# opinion. Only the bounds of the work dir's paths and walk live at module level, set once from
+# the config by apply_config (they are needed deep in helpers that U and the zygote share).
+PATH_BOUNDS = {"max_path_bytes": None, "max_name_bytes": None}
+WALK_BOUNDS = {"max_entries": None, "max_depth": None}
 
-DEFAULT_CONFIG = {
-    "mode": "recycle",
-    "preload": ["numpy", "pandas", "matplotlib"],
-    "warm_plot": True,
-    "seccomp_bpf": None,
-    "isolate": True,
-    "workdir": "/tmp/work",
-    "tmpfs_size_bytes": 64 << 20,
-    "image": {"max_figures": 10, "max_width_px": 2000, "max_height_px": 2000, "dpi": 100},
-    "files_out": {"max_count": 20, "max_total_bytes": 8 << 20},
-    "files_in": {"max_count": 50, "max_total_bytes": 16 << 20},
-    "value_max_chars": 10000,
-    "limits": DEFAULT_LIMITS,
-    "op_timeout_s": 10.0,
-    "list_max_entries": 1000,
-    # The server owns these (include/sandbox/runner/result_limits.h) and sends them: it enforces
-    # the same bounds on the `done` it parses. Frames beyond max_frames are replaced by one
-    # marker frame (the first and last halves kept); strings are cut at their byte bound.
-    "traceback": {"max_frames": 100, "max_message_bytes": 8192, "max_name_bytes": 512,
-                  "max_total_bytes": 65536},
-}
-
-# Bounds of the walk over the work dir (files out, session snapshots and list_files): entries
-# looked at and directory depth, so that no tree the code builds makes it slow or deep.
-WALK_MAX_ENTRIES = 10000
-WALK_MAX_DEPTH = 32
-MAX_PATH_BYTES = 1024  # a file path (request or result), UTF-8
-MAX_NAME_BYTES = 255  # one component
+_REQUIRED = object()
 
 
 def _is_int(v):
@@ -216,112 +187,115 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _int_field(obj, key, default, minimum=1, where="config"):
+def _get(obj, key, default, where):
     v = obj.get(key, default)
+    if v is _REQUIRED:
+        raise ProtocolError("%s.%s is required (the server sends every limit)" % (where, key))
+    return v
+
+
+def _int_field(obj, key, minimum=1, where="config", default=_REQUIRED):
+    v = _get(obj, key, default, where)
     if not _is_int(v) or v < minimum:
         raise ProtocolError("%s.%s must be an integer >= %d" % (where, key, minimum))
     return v
 
 
-def _num_field(obj, key, default, where):
-    v = obj.get(key, default)
+def _num_field(obj, key, where, default=_REQUIRED):
+    v = _get(obj, key, default, where)
     if not _is_num(v) or not v > 0 or v != v or v == float("inf"):
         raise ProtocolError("%s.%s must be a positive number" % (where, key))
     return v
 
 
-def _dict_field(obj, key, where):
-    v = obj.get(key, {})
-    if v is None:
-        v = {}
+def _dict_field(obj, key, where, required=True):
+    v = obj.get(key)
+    if v is None and not required:
+        return {}
     if not isinstance(v, dict):
         raise ProtocolError("%s.%s must be an object" % (where, key))
     return v
 
 
 def parse_limits(obj, defaults, where, resolve=True):
-    """Limits with defaults filled in. cpu_s 0 means "derived from timeout_s": resolved for a
-    run (timeout rounded up, plus one second), kept 0 in the config's defaults."""
+    """A limits object. In the config every field is required (cpu_s 0 means "derived from
+    timeout_s", memory_bytes 0 "the container's limit only"); a run's limits may leave fields
+    out, which then come from the config's (`defaults`). cpu_s 0 is resolved for a run: the
+    timeout rounded up, plus one second."""
+    d = defaults or {}
     out = {}
-    out["timeout_s"] = float(_num_field(obj, "timeout_s", defaults["timeout_s"], where))
+    out["timeout_s"] = float(_num_field(obj, "timeout_s", where, d.get("timeout_s", _REQUIRED)))
     for key in ("output_bytes", "nproc", "nofile", "fsize_bytes"):
-        out[key] = _int_field(obj, key, defaults[key], 1, where)
-    out["cpu_s"] = _int_field(obj, "cpu_s", defaults["cpu_s"], 0, where)
-    out["memory_bytes"] = _int_field(obj, "memory_bytes", defaults.get("memory_bytes", 0), 0, where)
+        out[key] = _int_field(obj, key, 1, where, d.get(key, _REQUIRED))
+    for key in ("cpu_s", "memory_bytes"):
+        out[key] = _int_field(obj, key, 0, where, d.get(key, _REQUIRED))
     if out["cpu_s"] == 0 and resolve:
         out["cpu_s"] = int(-(-out["timeout_s"] // 1)) + 1
     return out
 
 
+def _bounds(msg, key, fields):
+    """A required object of required integers (name -> minimum)."""
+    d = _dict_field(msg, key, "config")
+    return {name: _int_field(d, name, minimum, "config." + key) for name, minimum in fields}
+
+
 def parse_config(msg):
-    """The `config` message -> a complete config dict (defaults filled in). Unknown fields are
-    ignored; wrong types are a ProtocolError."""
+    """The `config` message -> the config dict. Every field is required (the server owns every
+    value); unknown fields are ignored; wrong types are a ProtocolError."""
     if msg.get("op") != "config":
         raise ProtocolError("the first message must be {\"op\":\"config\"}, got %r" % msg.get("op"))
     cfg = {}
-    mode = msg.get("mode", "recycle")
+    mode = _get(msg, "mode", _REQUIRED, "config")
     if mode not in MODES:
         raise ProtocolError("config.mode must be \"recycle\", \"fresh\" or \"session\"")
     cfg["mode"] = mode
-    preload = msg.get("preload", DEFAULT_CONFIG["preload"])
-    if preload is None:
-        preload = []
+    preload = _get(msg, "preload", _REQUIRED, "config")
     if not isinstance(preload, list) or not all(isinstance(m, str) and m for m in preload):
         raise ProtocolError("config.preload must be a list of module names")
     cfg["preload"] = preload
-    warm = msg.get("warm_plot", True)
+    warm = _get(msg, "warm_plot", _REQUIRED, "config")
     if not isinstance(warm, bool):
         raise ProtocolError("config.warm_plot must be a boolean")
     cfg["warm_plot"] = warm
-    cfg["seccomp_bpf"] = parse_bpf(msg.get("seccomp_bpf"))
-    isolate = msg.get("isolate", True)
+    cfg["seccomp_bpf"] = parse_bpf(_get(msg, "seccomp_bpf", _REQUIRED, "config"))
+    isolate = _get(msg, "isolate", _REQUIRED, "config")
     if isolate not in (True, False, "auto"):
         raise ProtocolError("config.isolate must be true, false or \"auto\"")
     cfg["isolate"] = isolate
-    workdir = msg.get("workdir", DEFAULT_CONFIG["workdir"])
+    workdir = _get(msg, "workdir", _REQUIRED, "config")
     if (not isinstance(workdir, str) or not workdir.startswith("/")
             or os.path.normpath(workdir) != workdir or workdir in ("/", "/tmp")
             or "\x00" in workdir):
         raise ProtocolError("config.workdir must be a normalized absolute path other than / and /tmp")
     cfg["workdir"] = workdir
-    cfg["tmpfs_size_bytes"] = _int_field(msg, "tmpfs_size_bytes", DEFAULT_CONFIG["tmpfs_size_bytes"],
-                                         1 << 20)
+    cfg["tmpfs_size_bytes"] = _int_field(msg, "tmpfs_size_bytes", 1 << 20)
     image = _dict_field(msg, "image", "config")
-    dimage = DEFAULT_CONFIG["image"]
     cfg["image"] = {
-        "max_figures": _int_field(image, "max_figures", dimage["max_figures"], 0, "config.image"),
-        "max_width_px": _int_field(image, "max_width_px", dimage["max_width_px"], 1, "config.image"),
-        "max_height_px": _int_field(image, "max_height_px", dimage["max_height_px"], 1,
-                                    "config.image"),
-        "dpi": float(_num_field(image, "dpi", dimage["dpi"], "config.image")),
+        "max_figures": _int_field(image, "max_figures", 0, "config.image"),
+        "max_width_px": _int_field(image, "max_width_px", 1, "config.image"),
+        "max_height_px": _int_field(image, "max_height_px", 1, "config.image"),
+        "dpi": float(_num_field(image, "dpi", "config.image")),
     }
     for key in ("files_out", "files_in"):
-        d = _dict_field(msg, key, "config")
-        dd = DEFAULT_CONFIG[key]
-        cfg[key] = {
-            "max_count": _int_field(d, "max_count", dd["max_count"], 0, "config." + key),
-            "max_total_bytes": _int_field(d, "max_total_bytes", dd["max_total_bytes"], 0,
-                                          "config." + key),
-        }
-    cfg["value_max_chars"] = _int_field(msg, "value_max_chars", DEFAULT_CONFIG["value_max_chars"], 16)
-    cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), DEFAULT_LIMITS, "config.limits",
+        cfg[key] = _bounds(msg, key, (("max_count", 0), ("max_total_bytes", 0)))
+    cfg["value_max_chars"] = _int_field(msg, "value_max_chars", 16)
+    cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), None, "config.limits",
                                  resolve=False)
-    cfg["op_timeout_s"] = float(_num_field(msg, "op_timeout_s", DEFAULT_CONFIG["op_timeout_s"],
-                                           "config"))
-    cfg["list_max_entries"] = _int_field(msg, "list_max_entries",
-                                         DEFAULT_CONFIG["list_max_entries"], 1)
-    tb = _dict_field(msg, "traceback", "config")
-    dtb = DEFAULT_CONFIG["traceback"]
-    cfg["traceback"] = {
-        "max_frames": _int_field(tb, "max_frames", dtb["max_frames"], 2, "config.traceback"),
-        "max_message_bytes": _int_field(tb, "max_message_bytes", dtb["max_message_bytes"], 64,
-                                        "config.traceback"),
-        "max_name_bytes": _int_field(tb, "max_name_bytes", dtb["max_name_bytes"], 16,
-                                     "config.traceback"),
-        "max_total_bytes": _int_field(tb, "max_total_bytes", dtb["max_total_bytes"], 1024,
-                                      "config.traceback"),
-    }
+    cfg["op_timeout_s"] = float(_num_field(msg, "op_timeout_s", "config"))
+    cfg["list_max_entries"] = _int_field(msg, "list_max_entries", 1)
+    cfg["paths"] = _bounds(msg, "paths", (("max_path_bytes", 16), ("max_name_bytes", 8)))
+    cfg["walk"] = _bounds(msg, "walk", (("max_entries", 1), ("max_depth", 1)))
+    cfg["traceback"] = _bounds(msg, "traceback", (("max_frames", 2), ("max_message_bytes", 64),
+                                                  ("max_name_bytes", 16),
+                                                  ("max_total_bytes", 1024)))
     return cfg
+
+
+def apply_config(cfg):
+    """Sets the module-level bounds from a parsed config (once, before anything runs)."""
+    PATH_BOUNDS.update(cfg["paths"])
+    WALK_BOUNDS.update(cfg["walk"])
 
 
 def parse_bpf(value):
@@ -359,7 +333,7 @@ def parse_run(msg, cfg):
         files = []
     if not isinstance(files, list):
         raise ProtocolError("run.files must be a list")
-    limits = parse_limits(_dict_field(msg, "limits", "run"), cfg["limits"], "run.limits")
+    limits = parse_limits(_dict_field(msg, "limits", "run", required=False), cfg["limits"], "run.limits")
     return {"id": rid, "code": code, "argv": argv, "files": files, "limits": limits}
 
 
@@ -373,16 +347,18 @@ def validate_rel_path(path):
     if path.startswith("/"):
         raise InputError("file path %r is absolute; only paths relative to the work dir are allowed"
                          % path)
-    if len(path.encode("utf-8", "surrogateescape")) > 1024:
-        raise InputError("file path %r is longer than 1024 bytes" % path[:64])
+    max_path, max_name = PATH_BOUNDS["max_path_bytes"], PATH_BOUNDS["max_name_bytes"]
+    if len(path.encode("utf-8", "surrogateescape")) > max_path:
+        raise InputError("file path %r is longer than %d bytes" % (path[:64], max_path))
     parts = []
     for part in path.split("/"):
         if part in ("", "."):
             continue
         if part == "..":
             raise InputError("file path %r contains '..'" % path)
-        if len(part.encode("utf-8", "surrogateescape")) > 255:
-            raise InputError("file path %r has a component longer than 255 bytes" % path[:64])
+        if len(part.encode("utf-8", "surrogateescape")) > max_name:
+            raise InputError("file path %r has a component longer than %d bytes"
+                             % (path[:64], max_name))
         parts.append(part)
     if not parts:
         raise InputError("file path %r names no file" % path)
@@ -426,7 +402,7 @@ def validate_input_files(files, max_count, max_total_bytes):
 def result_path_error(path):
     """Why `path` is not a valid result path (a file record's, a listing's), or None. Valid: a
     relative, normalized path inside the work dir, valid UTF-8 without control characters, at
-    most MAX_PATH_BYTES, components non-empty, not `.` or `..`, at most MAX_NAME_BYTES each. U
+    most PATH_BOUNDS bytes, components non-empty, not `.` or `..`, each within its bound. U
     only sends such paths (it skips files with other names, setting files_truncated): anything
     else is forged."""
     if not isinstance(path, str) or not path:
@@ -435,8 +411,8 @@ def result_path_error(path):
         raw = path.encode("utf-8")
     except UnicodeEncodeError:
         return "not valid UTF-8"
-    if len(raw) > MAX_PATH_BYTES:
-        return "longer than %d bytes" % MAX_PATH_BYTES
+    if len(raw) > PATH_BOUNDS["max_path_bytes"]:
+        return "longer than %d bytes" % PATH_BOUNDS["max_path_bytes"]
     if any(c < 0x20 or c == 0x7F for c in raw):
         return "contains a control character"
     if path.startswith("/"):
@@ -444,8 +420,8 @@ def result_path_error(path):
     for part in path.split("/"):
         if part in ("", ".", ".."):
             return "not normalized (empty, '.' or '..' component)"
-        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
-            return "has a component longer than %d bytes" % MAX_NAME_BYTES
+        if len(part.encode("utf-8")) > PATH_BOUNDS["max_name_bytes"]:
+            return "has a component longer than %d bytes" % PATH_BOUNDS["max_name_bytes"]
     return None
 
 
@@ -533,7 +509,7 @@ def parse_session_op(msg, cfg):
     rid = msg.get("id")
     if rid is not None and (not isinstance(rid, str) or len(rid) > 256):
         raise ProtocolError("session.id must be a string of at most 256 characters")
-    limits = parse_limits(_dict_field(msg, "limits", "session"), cfg["limits"], "session.limits",
+    limits = parse_limits(_dict_field(msg, "limits", "session", required=False), cfg["limits"], "session.limits",
                           resolve=False)
     return rid, limits
 
@@ -1930,13 +1906,18 @@ def _read_request(fd):
     return json.loads(payload.decode("utf-8"))
 
 
-def walk_regular_files(workdir, max_entries=WALK_MAX_ENTRIES, max_depth=WALK_MAX_DEPTH):
+def walk_regular_files(workdir, max_entries=None, max_depth=None):
     """([(relative path, lstat)] of the regular files under workdir sorted by path, truncated).
     Symlinks are neither followed nor listed, nor are FIFOs, sockets or devices (nothing is
     opened but directories, relative to their parent's descriptor: no path length limit, no
     symlink swapped in). Bounded: at most max_entries entries looked at and max_depth levels;
     a name that is not a valid result path (result_path_error: not UTF-8, control characters,
-    too long) is skipped. Each bound or skip sets truncated."""
+    too long) is skipped. Each bound or skip sets truncated. The bounds default to the
+    config's (WALK_BOUNDS)."""
+    if max_entries is None:
+        max_entries = WALK_BOUNDS["max_entries"]
+    if max_depth is None:
+        max_depth = WALK_BOUNDS["max_depth"]
     out = []
     state = {"seen": 0, "truncated": False}
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -3638,6 +3619,7 @@ def main():
             log("the control stream ended before the config message")
             os._exit(0)
         cfg = parse_config(msg)
+        apply_config(cfg)
         Zygote(chan, cfg).serve()
     except ProtocolError as e:
         log("protocol error: %s" % e)

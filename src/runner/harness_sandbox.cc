@@ -27,24 +27,26 @@ json ParseFrameJson(std::string_view payload) {
 }
 
 constexpr std::size_t kStderrTailBytes = 4096;
-// The final expression's repr: the harness bounds it by value_max_chars (default 10000
-// characters, up to 4 bytes each); the server's own bound on top.
-constexpr std::size_t kMaxValueBytes = 64 << 10;
+// The final expression's repr: the harness bounds it by value_max_chars (characters, up to 4
+// bytes each, plus its marker); the server's own bound on top.
+constexpr std::size_t kMaxValueBytes =
+    static_cast<std::size_t>(kResultLimits.value_max_chars) * 4 + 64;
 // How often a run's read loop looks at cancellation and its deadline while output is quiet.
 constexpr auto kPollSlice = std::chrono::milliseconds(200);
 // A cancel the harness has not answered after this is re-sent once, then the container killed.
 constexpr auto kCancelResend = std::chrono::milliseconds(400);
 constexpr auto kCancelKill = std::chrono::milliseconds(900);
 
+// Every field, always: the harness has no defaults (cpu_s 0: derived from the timeout;
+// memory_bytes 0: the container's limit only).
 json LimitsJson(const RunLimits& l) {
-  json j = {{"timeout_s", l.timeout_s},
-            {"output_bytes", l.output_bytes},
-            {"nproc", l.nproc},
-            {"nofile", l.nofile},
-            {"fsize_bytes", l.fsize_bytes}};
-  if (l.cpu_s > 0) j["cpu_s"] = l.cpu_s;
-  if (l.memory_bytes > 0) j["memory_bytes"] = l.memory_bytes;
-  return j;
+  return {{"timeout_s", l.timeout_s},
+          {"output_bytes", l.output_bytes},
+          {"nproc", l.nproc},
+          {"nofile", l.nofile},
+          {"fsize_bytes", l.fsize_bytes},
+          {"cpu_s", l.cpu_s},
+          {"memory_bytes", l.memory_bytes}};
 }
 
 std::string JsonString(const json& j, const char* key) {
@@ -65,6 +67,37 @@ std::optional<std::int64_t> JsonInt(const json& j, const char* key) {
 }
 
 }  // namespace
+
+json HarnessConfig(const SandboxSetup& setup) {
+  const auto& pool = setup.pool;
+  const auto& out = setup.output;
+  json config = {
+      {"op", "config"},
+      {"mode", setup.session                           ? "session"
+               : pool.mode == config::PoolMode::kFresh ? "fresh"
+                                                       : "recycle"},
+      {"op_timeout_s", static_cast<double>(setup.op_timeout.count()) / 1000.0},
+      {"preload", pool.preload},
+      {"warm_plot", pool.warm_plot},
+      {"seccomp_bpf",
+       setup.run_filter_bpf.empty() ? json(nullptr) : json(Base64Encode(setup.run_filter_bpf))},
+      // gVisor may not offer user namespaces: fall back to process isolation there, and say so.
+      {"isolate", pool.runtime == "runsc" ? json("auto") : json(true)},
+      {"workdir", setup.workdir},
+      {"tmpfs_size_bytes", pool.limits.tmpfs_bytes},
+      {"image",
+       {{"max_figures", out.max_figures},
+        {"max_width_px", out.max_figure_px},
+        {"max_height_px", out.max_figure_px},
+        {"dpi", out.figure_dpi}}},
+      {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
+      {"files_in",
+       {{"max_count", setup.input.max_files}, {"max_total_bytes", setup.input.max_total_bytes}}},
+      {"limits", LimitsJson(ResolveLimits(pool.limits))},
+  };
+  AddResultLimits(config);
+  return config;
+}
 
 // Connects a run's CancelToken to the sandbox for the duration of the run only: the token
 // may outlive the run (and the sandbox), so its callback reaches the sandbox through this.
@@ -146,32 +179,7 @@ Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) 
     auto sent = stream_->Write(boot, deadline);
     if (!sent.ok()) return sent.error().WithContext("send the harness");
   }
-  const auto& pool = setup_.pool;
-  const auto& out = setup_.output;
-  json config = {
-      {"op", "config"},
-      {"mode", setup_.session                          ? "session"
-               : pool.mode == config::PoolMode::kFresh ? "fresh"
-                                                       : "recycle"},
-      {"op_timeout_s", static_cast<double>(setup_.op_timeout.count()) / 1000.0},
-      {"preload", pool.preload},
-      {"warm_plot", pool.warm_plot},
-      {"seccomp_bpf", Base64Encode(setup_.run_filter_bpf)},
-      // gVisor may not offer user namespaces: fall back to process isolation there, and say so.
-      {"isolate", pool.runtime == "runsc" ? json("auto") : json(true)},
-      {"tmpfs_size_bytes", pool.limits.tmpfs_bytes},
-      {"image",
-       {{"max_figures", out.max_figures},
-        {"max_width_px", out.max_figure_px},
-        {"max_height_px", out.max_figure_px},
-        {"dpi", out.figure_dpi}}},
-      {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
-      {"files_in",
-       {{"max_count", setup_.input.max_files}, {"max_total_bytes", setup_.input.max_total_bytes}}},
-      {"limits", LimitsJson(ResolveLimits(pool.limits))},
-      {"traceback", TracebackLimitsJson()},
-  };
-  SANDBOX_RETURN_IF_ERROR(SendJson(config, deadline));
+  SANDBOX_RETURN_IF_ERROR(SendJson(HarnessConfig(setup_), deadline));
   while (true) {
     // In slices, so a cancel is noticed while the harness preloads (seconds).
     auto frame = NextFrame(cancel != nullptr ? std::min(deadline, Clock::now() + kStartCancelPoll)

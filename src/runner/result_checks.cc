@@ -101,6 +101,34 @@ std::string ResultPathError(std::string_view path, const ResultLimits& limits) {
   }
 }
 
+std::string InputPathError(std::string_view path, std::string* normalized,
+                           const ResultLimits& limits) {
+  if (path.empty()) return "must not be empty";
+  if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  if (path.front() == '/') return "must be relative to the work dir, got an absolute path";
+  if (path.size() > limits.path_max_bytes) {
+    return "longer than " + std::to_string(limits.path_max_bytes) + " bytes";
+  }
+  std::string out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view part = path.substr(start, end - start);
+    start = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return "must not contain \"..\"";
+    if (part.size() > limits.name_max_bytes) {
+      return "has a component longer than " + std::to_string(limits.name_max_bytes) + " bytes";
+    }
+    if (!out.empty()) out += '/';
+    out.append(part);
+  }
+  if (out.empty()) return "names no file";
+  if (normalized != nullptr) *normalized = std::move(out);
+  return "";
+}
+
 std::string CutText(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return std::string(text);
   auto marker = [](std::size_t n) { return " [... " + std::to_string(n) + " bytes omitted]"; };
@@ -162,11 +190,16 @@ exec::Traceback BoundedTraceback(const json& j, const ResultLimits& limits) {
   }
 }
 
-json TracebackLimitsJson(const ResultLimits& limits) {
-  return json{{"max_frames", limits.traceback_max_frames},
-              {"max_message_bytes", limits.traceback_max_message_bytes},
-              {"max_name_bytes", limits.traceback_max_name_bytes},
-              {"max_total_bytes", limits.traceback_max_total_bytes}};
+void AddResultLimits(json& config, const ResultLimits& limits) {
+  config["traceback"] = {{"max_frames", limits.traceback_max_frames},
+                         {"max_message_bytes", limits.traceback_max_message_bytes},
+                         {"max_name_bytes", limits.traceback_max_name_bytes},
+                         {"max_total_bytes", limits.traceback_max_total_bytes}};
+  config["paths"] = {{"max_path_bytes", limits.path_max_bytes},
+                     {"max_name_bytes", limits.name_max_bytes}};
+  config["walk"] = {{"max_entries", limits.walk_max_entries}, {"max_depth", limits.walk_max_depth}};
+  config["value_max_chars"] = limits.value_max_chars;
+  config["list_max_entries"] = limits.list_max_entries;
 }
 
 }  // namespace sandbox::runner

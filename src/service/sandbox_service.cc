@@ -6,8 +6,10 @@
 #include <list>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/core/json.h"
+#include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
 
 namespace sandbox::service {
@@ -17,20 +19,41 @@ using nlohmann::json;
 
 Error Invalid(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
 
-Status CheckPath(const std::string& path, std::size_t index) {
-  const std::string where = "files[" + std::to_string(index) + "].path";
-  if (path.empty()) return Invalid(where + ": must not be empty");
-  if (path.size() > 1024) return Invalid(where + ": longer than 1024 bytes");
-  if (path.front() == '/') return Invalid(where + ": must be relative, got \"" + path + "\"");
-  if (path.find('\0') != std::string::npos) return Invalid(where + ": contains a NUL byte");
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    auto end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (path.compare(start, end - start, "..") == 0) {
-      return Invalid(where + ": must not contain \"..\", got \"" + path + "\"");
+// A path for the error text: quoted, cut (a refusal need not echo a megabyte back).
+std::string Quoted(const std::string& path) { return "\"" + runner::CutText(path, 80) + "\""; }
+
+// The request's files against the limits the harness enforces too, so that a request passing
+// here is never refused inside the sandbox: count, paths (runner::InputPathError), the same
+// file twice or a file under another, total size.
+Status CheckFiles(const std::vector<exec::InputFile>& files, const runner::InputLimits& limits) {
+  if (files.size() > static_cast<std::size_t>(limits.max_files)) {
+    return Invalid("files: " + std::to_string(files.size()) + " files, more than the limit of " +
+                   std::to_string(limits.max_files) + " per run");
+  }
+  std::vector<std::string> seen;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string where = "files[" + std::to_string(i) + "].path";
+    std::string path;
+    if (auto why = runner::InputPathError(files[i].path, &path); !why.empty()) {
+      return Invalid(where + ": " + why + ", got " + Quoted(files[i].path));
     }
-    start = end + 1;
+    for (const auto& other : seen) {
+      if (other == path) return Invalid(where + ": " + Quoted(path) + " is given twice");
+      const bool other_shorter = other.size() < path.size();
+      const std::string& shorter = other_shorter ? other : path;
+      const std::string& longer = other_shorter ? path : other;
+      if (longer.compare(0, shorter.size() + 1, shorter + "/") == 0) {
+        return Invalid(where + ": " + Quoted(path) + " and " + Quoted(other) +
+                       " conflict (one is a directory of the other)");
+      }
+    }
+    seen.push_back(std::move(path));
+    total += static_cast<std::int64_t>(files[i].content.size());
+  }
+  if (total > limits.max_total_bytes) {
+    return Invalid("files: " + std::to_string(total) + " bytes in all, more than the limit of " +
+                   std::to_string(limits.max_total_bytes));
   }
   return OkStatus();
 }
@@ -205,7 +228,21 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
   auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *lean_setup_ : setup_, logger_,
                                                &cancel_starts_);
   if (!sandbox.ok()) return sandbox.error();
+  if (auto it = (*sandbox)->ready_info().find("python");
+      it != (*sandbox)->ready_info().end() && it->is_string()) {
+    // "3.11.2" -> "3.11": Snekbox's interpreter paths name major.minor.
+    const std::string full = it->get<std::string>();
+    const auto first = full.find('.');
+    const auto second = first == std::string::npos ? first : full.find('.', first + 1);
+    std::lock_guard lock(version_mu_);
+    python_version_ = full.substr(0, second);
+  }
   return std::unique_ptr<pool::PooledSandbox>(std::move(*sandbox));
+}
+
+std::string HarnessSandboxFactory::python_version() const {
+  std::lock_guard lock(version_mu_);
+  return python_version_;
 }
 
 Result<int> RemoveLeftovers(const docker::Client& client, const std::string& instance_id,
@@ -359,18 +396,7 @@ Result<runner::RunLimits> SandboxService::ResolveRequest(const exec::RunRequest&
   const PoolEntry* entry = FindPool(request.pool);
   if (entry == nullptr) return Invalid("unknown pool \"" + request.pool + "\"");
   const auto& pc = *entry->config;
-  if (request.files.size() > static_cast<std::size_t>(options_.input.max_files)) {
-    return Invalid("files: at most " + std::to_string(options_.input.max_files) + " files per run");
-  }
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < request.files.size(); ++i) {
-    SANDBOX_RETURN_IF_ERROR(CheckPath(request.files[i].path, i));
-    total += static_cast<std::int64_t>(request.files[i].content.size());
-  }
-  if (total > options_.input.max_total_bytes) {
-    return Invalid("files: " + std::to_string(total) + " bytes in all, more than the limit of " +
-                   std::to_string(options_.input.max_total_bytes));
-  }
+  SANDBOX_RETURN_IF_ERROR(CheckFiles(request.files, options_.input));
   runner::RunLimits limits = runner::ResolveLimits(pc.limits);
   const auto& o = request.limits;
   if (o.timeout_s) {
@@ -500,6 +526,8 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"runtime", pc.runtime.empty() ? "runc" : pc.runtime},
                      {"limits", limits_json(pc.limits)},
                      {"max_limits", limits_json(pc.max_limits)},
+                     {"python", entry.factory->python_version()},
+                     {"executables", ExecutablesOf(name)},
                      {"idle", stats.idle},
                      {"leased", stats.leased},
                      {"starting", stats.starting},
@@ -535,6 +563,80 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   info.info["python"] = parsed["python"];
   info.info["packages"] = parsed["packages"];
   return info;
+}
+
+namespace {
+
+// `paths` with the python/python3 sibling of each (images ship both names for one
+// interpreter), first occurrence kept.
+std::vector<std::string> WithSiblings(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& path) {
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+  };
+  for (const auto& path : paths) {
+    add(path);
+    if (path.size() > 7 && path.compare(path.size() - 7, 7, "/python") == 0) add(path + "3");
+    if (path.size() > 8 && path.compare(path.size() - 8, 8, "/python3") == 0) {
+      add(path.substr(0, path.size() - 1));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> SandboxService::DeclaredExecutables(const PoolEntry& entry) const {
+  const auto& pc = *entry.config;
+  std::vector<std::string> paths = {pc.python};
+  paths.insert(paths.end(), pc.executables.begin(), pc.executables.end());
+  if (pc.name == config_.default_pool) {
+    paths.push_back("/snekbin/python/default/bin/python");
+    paths.push_back("/usr/local/bin/python");
+  }
+  return WithSiblings(paths);
+}
+
+std::vector<std::string> SandboxService::LearnedExecutables(const PoolEntry& entry) const {
+  const std::string version = entry.factory->python_version();
+  if (version.empty()) return {};
+  return WithSiblings({"/snekbin/python/" + version + "/bin/python"});
+}
+
+std::vector<std::string> SandboxService::ExecutablesOf(const std::string& pool) const {
+  const PoolEntry* entry = FindPool(pool);
+  if (entry == nullptr) return {};
+  auto out = DeclaredExecutables(*entry);
+  for (auto& path : LearnedExecutables(*entry)) {
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(std::move(path));
+  }
+  return out;
+}
+
+Result<std::string> SandboxService::PoolForExecutable(const std::string& path) {
+  // The default pool first: with two pools of one version, the versioned path is its.
+  std::vector<const PoolEntry*> order = {FindPool(config_.default_pool)};
+  for (const auto& pc : config_.pools) {
+    if (pc.name != config_.default_pool) order.push_back(FindPool(pc.name));
+  }
+  auto answers = [&path](const std::vector<std::string>& paths) {
+    return std::find(paths.begin(), paths.end(), path) != paths.end();
+  };
+  // Declared paths win over learned ones, so a pool's explicit claim is never shadowed.
+  for (const auto* entry : order) {
+    if (answers(DeclaredExecutables(*entry))) return entry->config->name;
+  }
+  for (const auto* entry : order) {
+    if (answers(LearnedExecutables(*entry))) return entry->config->name;
+  }
+  std::string served;
+  for (const auto* entry : order) {
+    for (const auto& p : ExecutablesOf(entry->config->name)) {
+      served += (served.empty() ? "" : ", ") + p;
+    }
+  }
+  return Invalid("executable_path: \"" + path +
+                 "\" is not an interpreter of this server (served: " + served + ")");
 }
 
 std::vector<std::pair<std::string, pool::PoolStats>> SandboxService::PoolStats() const {

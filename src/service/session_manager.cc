@@ -612,12 +612,7 @@ Result<exec::OutputFile> SessionManager::GetFile(const std::string& principal,
   auto found = Find(principal, session_id);
   if (!found.ok()) return found.error();
   std::shared_ptr<Session> s = *found;
-  exec::RunRequest probe;
-  probe.pool = s->pool;
-  probe.files.push_back(exec::InputFile{path, ""});
-  if (auto checked = service_.ResolveRequest(probe); !checked.ok()) {
-    return Invalid("path" + checked.error().message().substr(checked.error().message().find(':')));
-  }
+  if (auto why = runner::InputPathError(path); !why.empty()) return Invalid("path: " + why);
   auto reply = Op(
       s, json{{"op", "get_file"}, {"path", path}, {"max_bytes", config_.sessions.max_file_bytes}});
   if (!reply.ok()) return reply.error();
@@ -638,12 +633,7 @@ Status SessionManager::DeleteFile(const std::string& principal, const std::strin
   auto found = Find(principal, session_id);
   if (!found.ok()) return found.error();
   std::shared_ptr<Session> s = *found;
-  exec::RunRequest probe;
-  probe.pool = s->pool;
-  probe.files.push_back(exec::InputFile{path, ""});
-  if (auto checked = service_.ResolveRequest(probe); !checked.ok()) {
-    return Invalid("path" + checked.error().message().substr(checked.error().message().find(':')));
-  }
+  if (auto why = runner::InputPathError(path); !why.empty()) return Invalid("path: " + why);
   auto reply = Op(s, json{{"op", "delete_file"}, {"path", path}});
   if (!reply.ok()) return reply.error();
   return OkStatus();

@@ -39,6 +39,9 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HARNESS = os.path.join(ROOT, "src", "harness", "harness.py")
+# The complete config the harness requires (it has no defaults), shared with its unit tests.
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "harness"))
+import harness_config  # noqa: E402
 POLICY = os.path.join(ROOT, "policies", "seccomp-container.json")
 IMAGE = "sandbox-mcp-python:latest"
 PYTHON = "/snekbin/python/default/bin/python"
@@ -132,10 +135,10 @@ class Session:
         threading.Thread(target=self._read_stderr, daemon=True).start()
         with open(getattr(opts, "harness", None) or HARNESS, "rb") as f:
             src = f.read()
-        cfg = {"op": "config", "mode": opts.mode, "isolate": opts.isolate,
-               "seccomp_bpf": None if opts.no_run_seccomp else dev_bpf()}
-        cfg.update(json.loads(opts.config))
-        cfg.update(config or {})
+        cfg = harness_config.config({"mode": opts.mode, "isolate": opts.isolate,
+                                     "seccomp_bpf": None if opts.no_run_seccomp else dev_bpf()})
+        harness_config.merge(cfg, json.loads(opts.config))
+        harness_config.merge(cfg, config or {})
         self.write(b"%d\n" % len(src) + src)
         self.send(cfg)
 

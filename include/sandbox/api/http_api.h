@@ -77,9 +77,7 @@ struct Response;
 namespace sandbox::api {
 
 struct ApiOptions {
-  std::string version = "0.0.0";  // shown in /openapi.json
-  // Accepted values of /eval's executable_path; each names the sandbox's interpreter.
-  std::vector<std::string> python_executables = DefaultPythonExecutables();
+  std::string version = "0.0.0";         // shown in /openapi.json
   std::size_t max_code_bytes = 1 << 20;  // /v1/execute `code`; longer: 413
   int retry_after_s = 2;                 // Retry-After of a 503 when every sandbox is busy
   std::chrono::milliseconds sse_keepalive{15000};

@@ -14,8 +14,8 @@
 //     subprocess inside the same sandbox, in the working directory, with the run's stdout and
 //     stderr inherited; its exit status becomes the run's (a death by signal N is re-raised, so
 //     the answer says 128+N). So argv, `__main__`, -m and flags behave exactly as in Python.
-// `executable_path` may be empty or one of the allowed paths (each names the sandbox's one
-// interpreter); anything else is a 400. File paths follow Snekbox: relative, normalized
+// `executable_path` picks the pool whose interpreter it names (empty: the default pool);
+// a path no pool answers to is a 400. File paths follow Snekbox: relative, normalized
 // lexically ("a/../b" is "b"), never beyond the working directory, no NUL; content is base64
 // (whitespace ignored).
 //
@@ -43,12 +43,11 @@
 
 namespace sandbox::api {
 
-// The interpreter paths /eval accepts in executable_path (Snekbox's default path, symlinked in
-// the sandbox image, and the official Python image's paths).
-std::vector<std::string> DefaultPythonExecutables();
-
 struct EvalPlan {
   exec::RunRequest request;
+  // The request's executable_path ("" when absent): the service names the pool that answers
+  // to it (ExecutionService::PoolForExecutable), which then runs the request.
+  std::string executable;
   std::vector<std::string> args;  // the Python command line after Snekbox's rules
   bool launcher = false;          // true when the args run as a subprocess of a launcher
   // Set when the request can be answered without a run (Snekbox's "embedded null byte"): the
@@ -58,9 +57,7 @@ struct EvalPlan {
 
 // Parses a /eval body into `plan`; a refusal (status 400, title and message after Snekbox's,
 // field set) otherwise.
-std::optional<ApiError> ParseEvalRequest(const nlohmann::json& body,
-                                         const std::vector<std::string>& allowed_executables,
-                                         EvalPlan& plan);
+std::optional<ApiError> ParseEvalRequest(const nlohmann::json& body, EvalPlan& plan);
 
 // The launcher's source for `args` (see above).
 std::string LauncherCode(const std::vector<std::string>& args);

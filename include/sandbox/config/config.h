@@ -61,6 +61,12 @@ struct PoolConfig {
   PoolMode mode = PoolMode::kRecycle;
   std::string image = "sandbox-mcp-python:latest";
   std::string python = "/snekbin/python/default/bin/python";  // works in Snekbox images too
+  // Interpreter paths this pool answers to in /eval's executable_path (Snekbox clients pick
+  // the interpreter that way), besides `python` itself and, once the pool knows its Python
+  // version, /snekbin/python/<major.minor>/bin/python. The default pool also answers to
+  // /snekbin/python/default/bin/python and /usr/local/bin/python. A "python3" sibling of each
+  // path is accepted too. No path may be declared by two pools.
+  std::vector<std::string> executables;
   std::string runtime;  // "" = engine default (runc); "runsc" = gVisor
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib"};
   bool warm_plot = true;  // draw one figure before forking (warms fonts)

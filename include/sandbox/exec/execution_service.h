@@ -45,6 +45,12 @@ class ExecutionService {
                                 const CancelToken& cancel) = 0;
 
   virtual Result<ServiceInfo> Info() = 0;
+
+  // The pool that answers to an interpreter path (Snekbox's `executable_path`): each pool
+  // declares its paths (config `executables`), and also answers to
+  // /snekbin/python/<major.minor>/bin/python once it knows its interpreter's version.
+  // kInvalidArgument naming the paths that are served when none answers.
+  virtual Result<std::string> PoolForExecutable(const std::string& path) = 0;
 };
 
 }  // namespace sandbox::exec

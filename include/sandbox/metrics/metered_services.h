@@ -24,6 +24,9 @@ class MeteredRuns final : public exec::ExecutionService {
   Result<exec::RunResult> Run(const exec::RunRequest& request, exec::RunObserver& observer,
                               const exec::CancelToken& cancel) override;
   Result<exec::ServiceInfo> Info() override { return inner_.Info(); }
+  Result<std::string> PoolForExecutable(const std::string& path) override {
+    return inner_.PoolForExecutable(path);
+  }
 
  private:
   exec::ExecutionService& inner_;

@@ -42,6 +42,9 @@ struct SandboxSetup {
   std::string instance_id;
   std::map<std::string, std::string> extra_labels;
   InputLimits input;
+  // The run's work dir inside the sandbox (a private tmpfs per run); relative file paths of
+  // requests and results are relative to it.
+  std::string workdir = "/tmp/work";
   // Session sandboxes: the harness keeps one interpreter alive across runs (config mode
   // "session"); the container is labelled mode=session and never returns to a pool.
   bool session = false;
@@ -67,6 +70,10 @@ struct RunLimits {
 };
 
 RunLimits ResolveLimits(const config::Limits& pool_limits);
+
+// The harness's `config` message for `setup`: every value the harness uses, since it has no
+// defaults of its own (docs/harness-protocol.md, "config").
+nlohmann::json HarnessConfig(const SandboxSetup& setup);
 
 class HarnessSandbox final : public pool::PooledSandbox {
  public:

@@ -1,7 +1,8 @@
 // The server's own checks of what a run reports through the harness (defence in depth: the
 // zygote checks the run process's records first, but the run's code shares a process with the
-// harness code that writes them). The bounds are owned here; the traceback bounds are sent to
-// the harness in its config (docs/harness-protocol.md, "Trust" and "Limits").
+// harness code that writes them), and of the file paths a request brings. The bounds are owned
+// here and all of them are sent to the harness in its config, which has no defaults of its own
+// (docs/harness-protocol.md, "Trust" and "Limits").
 #pragma once
 
 #include <cstddef>
@@ -18,8 +19,12 @@ struct ResultLimits {
   std::size_t traceback_max_message_bytes = 8192;
   std::size_t traceback_max_name_bytes = 512;     // type, file and function of a frame
   std::size_t traceback_max_total_bytes = 65536;  // all of it (frames dropped from the middle)
-  std::size_t path_max_bytes = 1024;              // a result file path
+  std::size_t path_max_bytes = 1024;              // a file path (request or result), UTF-8
   std::size_t name_max_bytes = 255;               // one component of it
+  int value_max_chars = 10000;                    // repr of the final expression (characters)
+  int list_max_entries = 1000;                    // a session's list_files answer
+  int walk_max_entries = 10000;  // directory entries looked at when collecting the work dir
+  int walk_max_depth = 32;       // and its deepest level
 };
 
 inline constexpr ResultLimits kResultLimits{};
@@ -27,6 +32,13 @@ inline constexpr ResultLimits kResultLimits{};
 // Why `path` is not a valid result path, "" when it is one: relative, normalized (no empty,
 // "." or ".." component), valid UTF-8 without control characters, within the byte bounds.
 std::string ResultPathError(std::string_view path, const ResultLimits& limits = kResultLimits);
+
+// Why `path`, a file path a request brings (input files, a session file op), is not usable,
+// "" when it is: the harness's own rules (non-empty, no NUL, relative, no "..", within the byte
+// bounds, naming a file once "" and "." components are dropped), so no request that passes here
+// is refused inside the sandbox. `normalized`, when given, receives the path the harness uses.
+std::string InputPathError(std::string_view path, std::string* normalized = nullptr,
+                           const ResultLimits& limits = kResultLimits);
 
 // `text` cut to at most `max_bytes` at a UTF-8 boundary, ending " [... N bytes omitted]".
 std::string CutText(std::string_view text, std::size_t max_bytes);
@@ -36,7 +48,8 @@ std::string CutText(std::string_view text, std::size_t max_bytes);
 exec::Traceback BoundedTraceback(const nlohmann::json& j,
                                  const ResultLimits& limits = kResultLimits);
 
-// The `traceback` object of the harness's config.
-nlohmann::json TracebackLimitsJson(const ResultLimits& limits = kResultLimits);
+// The harness config's bounds from `limits`: `traceback`, `paths`, `walk`, `value_max_chars`
+// and `list_max_entries`, merged into `config`.
+void AddResultLimits(nlohmann::json& config, const ResultLimits& limits = kResultLimits);
 
 }  // namespace sandbox::runner

@@ -38,6 +38,9 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
   // Starts in flight give up (their containers are removed); later ones fail at once.
   void CancelStarts() override { cancel_starts_.store(true); }
   const runner::SandboxSetup& setup() const { return setup_; }
+  // "major.minor" of the interpreter, as the last sandbox that became ready reported it; ""
+  // until one has.
+  std::string python_version() const;
 
  private:
   const docker::Client& client_;
@@ -46,6 +49,8 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
   std::optional<runner::SandboxSetup> lean_setup_;
   std::shared_ptr<spdlog::logger> logger_;
   std::atomic<bool> cancel_starts_{false};
+  mutable std::mutex version_mu_;
+  std::string python_version_;
 };
 
 struct ServiceOptions {
@@ -120,6 +125,11 @@ class SandboxService final : public exec::ExecutionService {
   Result<exec::RunResult> Run(const exec::RunRequest& request, exec::RunObserver& observer,
                               const exec::CancelToken& cancel) override;
   Result<exec::ServiceInfo> Info() override;
+  Result<std::string> PoolForExecutable(const std::string& path) override;
+  // Every interpreter path the pool answers to, in the order they are matched: its `python`
+  // and `executables`, the default pool's Snekbox and python-image paths, then the versioned
+  // Snekbox path once the version is known; each with its python/python3 sibling.
+  std::vector<std::string> ExecutablesOf(const std::string& pool) const;
 
   // Validates a request against its pool and returns the resolved limits (no side effects).
   Result<runner::RunLimits> ResolveRequest(const exec::RunRequest& request) const;
@@ -139,6 +149,8 @@ class SandboxService final : public exec::ExecutionService {
   SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
                  std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
+  std::vector<std::string> DeclaredExecutables(const PoolEntry& entry) const;
+  std::vector<std::string> LearnedExecutables(const PoolEntry& entry) const;
 
   // What the engine says about a sandbox whose run ended kInternal: whether its container is
   // gone (killed, removed or paused from outside), and a sentence for the verdict's detail.

@@ -191,6 +191,96 @@ TEST_F(ApiIntegrationTest, ExecuteJsonWithAPlot) {
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
+// Every request-side bound the harness enforces is checked by the server first (one owner:
+// runner::InputLimits, ResultLimits and the pool's limits, all sent to the harness): a request
+// over one gets 400 naming the field and never reaches a sandbox (no lease is taken). Before,
+// 51-64 files or a 256-byte path component passed here and failed inside with verdict `error`.
+TEST_F(ApiIntegrationTest, EveryHarnessInputLimitIsCheckedBeforeTheRun) {
+  const runner::InputLimits input;  // the service's (SharedServices keeps the defaults)
+  auto file = [](const std::string& path, const std::string& content = "x") {
+    return json{{"path", path}, {"content_base64", Base64Encode(content)}};
+  };
+  auto files = [&](int n) {
+    json out = json::array();
+    for (int i = 0; i < n; ++i) out.push_back(file("f" + std::to_string(i) + ".txt"));
+    return out;
+  };
+  struct Case {
+    std::string name;
+    json request;
+    std::string field;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"one file too many",
+       {{"code", "1"}, {"files", files(input.max_files + 1)}},
+       "files",
+       "limit of " + std::to_string(input.max_files)},
+      {"total bytes",
+       {{"code", "1"},
+        {"files",
+         {file("a", std::string(static_cast<std::size_t>(input.max_total_bytes / 2), 'a')),
+          file("b", std::string(static_cast<std::size_t>(input.max_total_bytes / 2) + 1, 'b'))}}},
+       "files",
+       "bytes in all"},
+      {"path too long",
+       {{"code", "1"}, {"files", {file(std::string(1025, 'p'))}}},
+       "files[0].path",
+       "longer than 1024 bytes"},
+      {"component too long",
+       {{"code", "1"}, {"files", {file("ok.txt"), file("d/" + std::string(256, 'c'))}}},
+       "files[1].path",
+       "component longer than 255 bytes"},
+      {"names no file", {{"code", "1"}, {"files", {file("./")}}}, "files[0].path", "names no file"},
+      {"twice after normalizing",
+       {{"code", "1"}, {"files", {file("a/b"), file("a//./b")}}},
+       "files[1].path",
+       "given twice"},
+      {"file under a file",
+       {{"code", "1"}, {"files", {file("a"), file("a/b")}}},
+       "files[1].path",
+       "conflict"},
+      {"absolute", {{"code", "1"}, {"files", {file("/etc/passwd")}}}, "files[0].path", "relative"},
+      {"dot-dot", {{"code", "1"}, {"files", {file("a/../../b")}}}, "files[0].path", "\"..\""},
+      {"timeout above the pool's maximum",
+       {{"code", "1"}, {"timeout_s", 1e6}},
+       "timeout_s",
+       "at most"},
+      {"memory above the pool's",
+       {{"code", "1"}, {"memory_bytes", 1LL << 40}},
+       "memory_bytes",
+       "pool's limit"},
+      {"output below the floor", {{"code", "1"}, {"output_bytes", 10}}, "output_bytes", "between"},
+  };
+  auto acquired = [] {
+    std::uint64_t n = 0;
+    for (const auto& [name, stats] : service_->PoolStats()) n += stats.acquired_total;
+    return n;
+  };
+  const std::uint64_t before = acquired();
+  auto client = Client();
+  for (const auto& c : cases) {
+    auto res = client.Post("/v1/execute", c.request.dump(), "application/json");
+    ASSERT_TRUE(res) << c.name;
+    EXPECT_EQ(res->status, 400) << c.name << ": " << res->body.substr(0, 300);
+    auto body = json::parse(res->body, nullptr, false);
+    EXPECT_EQ(body.value("field", ""), c.field) << c.name << ": " << res->body.substr(0, 300);
+    EXPECT_THAT(body.value("error", ""), HasSubstr(c.says)) << c.name;
+  }
+  EXPECT_EQ(acquired(), before) << "a refused request reached a sandbox";
+  // At the limits the run happens and sees every file.
+  auto res = client.Post(
+      "/v1/execute",
+      json{{"code", "import os\nprint(len(os.listdir('.')))"}, {"files", files(input.max_files)}}
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto body = json::parse(res->body);
+  EXPECT_EQ(body["verdict"], "ok") << body.dump().substr(0, 500);
+  EXPECT_EQ(body["stdout"], std::to_string(input.max_files) + "\n");
+}
+
 TEST_F(ApiIntegrationTest, ExecuteRefusesAnUnknownPool) {
   auto client = Client();
   auto res = client.Post("/v1/execute", R"x({"code": "1", "pool": "gpu"})x", "application/json");

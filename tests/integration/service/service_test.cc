@@ -324,7 +324,7 @@ TEST_P(ServiceResultsTest, InputFileLimitIsTheSameOnBothSidesOfTheWall) {
   auto refused = service()->Run(request, rec, cancel);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_THAT(refused.error().message(), HasSubstr("at most 64 files"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("more than the limit of 64 per run"));
   EXPECT_FALSE(rec.started);
 }
 

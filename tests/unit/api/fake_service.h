@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -38,6 +39,19 @@ class FakeService final : public exec::ExecutionService {
     return result;
   }
   Result<exec::ServiceInfo> Info() override { return exec::ServiceInfo{}; }
+  // `executables` maps interpreter paths to pools (set before the runs).
+  Result<std::string> PoolForExecutable(const std::string& path) override {
+    auto it = executables.find(path);
+    if (it == executables.end()) {
+      return Error(ErrorCode::kInvalidArgument,
+                   "executable_path: \"" + path + "\" is not an interpreter of this server");
+    }
+    return it->second;
+  }
+  std::map<std::string, std::string> executables = {
+      {"/snekbin/python/default/bin/python", "default"},
+      {"/snekbin/python/3.11/bin/python", "default"},
+      {"/snekbin/python/3.14/bin/python", "py314"}};
 
   std::vector<exec::RunRequest> requests() const {
     std::lock_guard lock(mu_);

@@ -298,6 +298,35 @@ TEST_F(ApiServerTest, EvalBadInputIs400WithSnekboxAndApiFields) {
   EXPECT_TRUE(fake_.requests().empty());
 }
 
+// python-discord's bot names a versioned interpreter on every eval; the service says which
+// pool answers to it, and the run goes there. A path no pool serves is Snekbox's 400.
+TEST_F(ApiServerTest, EvalExecutablePathPicksThePool) {
+  Start();
+  auto res =
+      PostJson("/eval", {{"input", "1"}, {"executable_path", "/snekbin/python/3.14/bin/python"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  res = PostJson("/eval", {{"input", "1"}, {"executable_path", "/snekbin/python/3.11/bin/python"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  res = PostJson("/eval", {{"input", "1"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  auto requests = fake_.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].pool, "py314");
+  EXPECT_EQ(requests[1].pool, "default");
+  EXPECT_EQ(requests[2].pool, "");
+
+  res = PostJson("/eval", {{"input", "1"}, {"executable_path", "/bin/sh"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  auto body = json::parse(res->body);
+  EXPECT_EQ(body["title"], "Request data failed validation");
+  EXPECT_EQ(body["field"], "executable_path");
+  EXPECT_EQ(fake_.requests().size(), 3u) << "a refused path must not run";
+}
+
 TEST_F(ApiServerTest, EvalNonJsonBodyIs415) {
   Start();
   auto client = Client();

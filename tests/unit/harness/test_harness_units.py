@@ -16,9 +16,16 @@ import time
 import unittest
 
 import harness as h
+import harness_config
+from harness_config import config, leaf_paths, without
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS_PATH = os.path.abspath(h.__file__)
+
+
+def setUpModule():
+    # The bounds of paths and of the work dir's walk, as the zygote sets them at start.
+    h.apply_config(h.parse_config(config()))
 
 
 def exited(code):
@@ -83,8 +90,15 @@ class FrameTest(unittest.TestCase):
 
 
 class ConfigTest(unittest.TestCase):
-    def test_defaults(self):
-        cfg = h.parse_config({"op": "config"})
+    def test_every_field_is_required(self):
+        # The server owns every value: a config without one is refused, naming it.
+        for path in leaf_paths(config()):
+            with self.assertRaises(h.ProtocolError, msg=str(path)) as cm:
+                h.parse_config(without(path))
+            self.assertIn(path[-1], str(cm.exception))
+
+    def test_complete_config(self):
+        cfg = h.parse_config(config())
         self.assertEqual(cfg["mode"], "recycle")
         self.assertEqual(cfg["preload"], ["numpy", "pandas", "matplotlib"])
         self.assertIs(cfg["isolate"], True)
@@ -104,20 +118,18 @@ class ConfigTest(unittest.TestCase):
                     {"files_out": {"max_count": -1}}, {"seccomp_bpf": "!!"},
                     {"seccomp_bpf": base64.b64encode(b"1234567").decode()},
                     {"limits": {"timeout_s": "1"}}, {"limits": {"nproc": True}}):
-            msg = {"op": "config"}
-            msg.update(bad)
             with self.assertRaises(h.ProtocolError, msg=str(bad)):
-                h.parse_config(msg)
+                h.parse_config(config(bad))
 
     def test_bpf(self):
         raw = struct.pack("=HBBI", 0x06, 0, 0, 0x7FFF0000)
-        cfg = h.parse_config({"op": "config", "seccomp_bpf": base64.b64encode(raw).decode(),
-                              "isolate": "auto"})
+        cfg = h.parse_config(config({"seccomp_bpf": base64.b64encode(raw).decode(),
+                                      "isolate": "auto"}))
         self.assertEqual(cfg["seccomp_bpf"], raw)
         self.assertEqual(cfg["isolate"], "auto")
 
     def test_run_limits_merge(self):
-        cfg = h.parse_config({"op": "config", "limits": {"output_bytes": 5}})
+        cfg = h.parse_config(config({"limits": {"output_bytes": 5}}))
         run = h.parse_run({"op": "run", "id": "a", "code": "", "limits": {"timeout_s": 2.5}}, cfg)
         self.assertEqual(run["limits"]["output_bytes"], 5)
         self.assertEqual(run["limits"]["timeout_s"], 2.5)
@@ -130,11 +142,11 @@ class ConfigTest(unittest.TestCase):
                 h.parse_run(dict(bad, op="run"), cfg)
 
     def test_memory_limit(self):
-        cfg = h.parse_config({"op": "config"})
+        cfg = h.parse_config(config())
         self.assertEqual(cfg["limits"]["memory_bytes"], 0)
         run = h.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
         self.assertEqual(run["limits"]["memory_bytes"], 0)
-        cfg = h.parse_config({"op": "config", "limits": {"memory_bytes": 512 << 20}})
+        cfg = h.parse_config(config({"limits": {"memory_bytes": 512 << 20}}))
         run = h.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
         self.assertEqual(run["limits"]["memory_bytes"], 512 << 20)
         # RLIMIT_DATA only for a budget narrowed below the pool's (the cgroup covers the rest).
@@ -421,18 +433,18 @@ class SessionOpsTest(unittest.TestCase):
     """Session mode's pure parts: config, op parsing, checks of U's replies, file diffs."""
 
     def test_config(self):
-        cfg = h.parse_config({"op": "config", "mode": "session"})
+        cfg = h.parse_config(config({"mode": "session"}))
         self.assertEqual((cfg["mode"], cfg["op_timeout_s"], cfg["list_max_entries"]),
                          ("session", 10.0, 1000))
-        cfg = h.parse_config({"op": "config", "op_timeout_s": 2, "list_max_entries": 5})
+        cfg = h.parse_config(config({"op_timeout_s": 2, "list_max_entries": 5}))
         self.assertEqual((cfg["op_timeout_s"], cfg["list_max_entries"]), (2.0, 5))
         for bad in ({"op_timeout_s": 0}, {"op_timeout_s": "1"}, {"list_max_entries": 0},
                     {"list_max_entries": 1.5}, {"mode": "sessions"}):
             with self.assertRaises(h.ProtocolError, msg=str(bad)):
-                h.parse_config(dict(bad, op="config"))
+                h.parse_config(config(bad))
 
     def test_session_op(self):
-        cfg = h.parse_config({"op": "config", "limits": {"nproc": 7}})
+        cfg = h.parse_config(config({"limits": {"nproc": 7}}))
         rid, limits = h.parse_session_op({"op": "session", "limits": {"memory_bytes": 5}}, cfg)
         self.assertIsNone(rid)
         self.assertEqual((limits["memory_bytes"], limits["nproc"], limits["timeout_s"]), (5, 7, 10.0))
@@ -443,8 +455,9 @@ class SessionOpsTest(unittest.TestCase):
                 h.parse_session_op(dict(bad, op="session"), cfg)
 
     def test_file_op_parsing(self):
-        cfg = h.parse_config({"op": "config", "files_in": {"max_count": 2, "max_total_bytes": 4},
-                              "files_out": {"max_total_bytes": 99}, "list_max_entries": 3})
+        cfg = h.parse_config(config({"files_in": {"max_count": 2, "max_total_bytes": 4},
+                                      "files_out": {"max_total_bytes": 99},
+                                      "list_max_entries": 3}))
         self.assertEqual(h.parse_op_id({"op": "get_file", "id": "g"}), "g")
         for bad in ({}, {"id": ""}, {"id": 1}, {"id": "x" * 257}):
             with self.assertRaises(h.ProtocolError, msg=str(bad)):
@@ -928,9 +941,9 @@ class Zygote:
         with open(HARNESS_PATH, "rb") as f:
             src = f.read()
         self.cfg_workdir = os.path.join(self.workdir, "work")
-        cfg = {"op": "config", "isolate": False, "preload": [], "warm_plot": False,
-               "workdir": self.cfg_workdir}
-        cfg.update(config)
+        cfg = harness_config.config({"isolate": False, "preload": [], "warm_plot": False,
+                                     "workdir": self.cfg_workdir})
+        harness_config.merge(cfg, config)
         self.proc.stdin.write(b"%d\n" % len(src) + src + h.encode_json_frame(cfg))
         self.proc.stdin.flush()
         self.decoder = h.FrameDecoder()
@@ -1261,7 +1274,7 @@ class SessionModeTest(unittest.TestCase):
         z = Zygote(self, mode="session")
         ready = z.frames("ready")[-1][1]
         self.assertEqual((ready["protocol"], ready["mode"], ready["cells"], ready["session_started"]),
-                         (2, "session", 0, False))
+                         (3, "session", 0, False))
         out, _, ev = z.run("x = 41\nimport json\ndef f(a):\n    return a * 2\nprint('one')", id="a")
         self.assertEqual((out, ev[-1]["verdict"], ev[-1]["session_reset"], ev[-1]["cells"]),
                          (b"one\n", "ok", False, 1))

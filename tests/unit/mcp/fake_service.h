@@ -65,6 +65,10 @@ class FakeService final : public exec::ExecutionService {
     return result;
   }
 
+  Result<std::string> PoolForExecutable(const std::string&) override {
+    return Error(ErrorCode::kInvalidArgument, "executable_path: this fake has no interpreters");
+  }
+
   Result<exec::ServiceInfo> Info() override {
     exec::ServiceInfo info;
     info.info = {{"python", "3.11.2"},

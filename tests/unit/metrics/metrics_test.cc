@@ -146,6 +146,10 @@ class FakeRuns final : public exec::ExecutionService {
     return MakeResult(exec::Verdict::kError, "boom");
   }
   Result<exec::ServiceInfo> Info() override { return exec::ServiceInfo{}; }
+  Result<std::string> PoolForExecutable(const std::string& path) override {
+    if (path == "/py") return std::string("default");
+    return Error(ErrorCode::kInvalidArgument, "executable_path: unknown");
+  }
   bool fail = false;
 };
 

@@ -29,6 +29,32 @@ TEST(ResultPathTest, ForgedPathsAreRefused) {
   }
 }
 
+TEST(InputPathTest, NormalizesWhatTheHarnessAccepts) {
+  const std::vector<std::pair<std::string, std::string>> ok = {
+      {"a.txt", "a.txt"}, {"./d//e/f.csv", "d/e/f.csv"}, {"..a/b..", "..a/b.."}, {"a/", "a"}};
+  for (const auto& [in, want] : ok) {
+    std::string got;
+    EXPECT_EQ(InputPathError(in, &got), "") << in;
+    EXPECT_EQ(got, want) << in;
+  }
+  EXPECT_EQ(InputPathError(std::string(255, 'x')), "");
+}
+
+TEST(InputPathTest, RefusesWhatTheHarnessRefuses) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "empty"},
+      {std::string("a\0b", 3), "NUL"},
+      {"/etc/passwd", "relative"},
+      {"a/../b", "\"..\""},
+      {"./", "names no file"},
+      {".//.", "names no file"},
+      {std::string(1025, 'x'), "longer than 1024 bytes"},
+      {"d/" + std::string(256, 'y'), "component longer than 255 bytes"}};
+  for (const auto& [in, why] : bad) {
+    EXPECT_NE(InputPathError(in).find(why), std::string::npos) << in << ": " << InputPathError(in);
+  }
+}
+
 TEST(CutTextTest, CutsAtACharacterBoundaryWithAMarker) {
   EXPECT_EQ(CutText("short", 100), "short");
   std::string e;

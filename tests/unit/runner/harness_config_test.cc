@@ -1,0 +1,113 @@
+// The server owns every value the harness uses (the harness has no defaults): the `config`
+// message built by HarnessConfig must be accepted by the real harness, and the harness must
+// read back the server's numbers. Runs src/harness/harness.py's parse_config with python3.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sandbox/runner/harness_sandbox.h"
+#include "sandbox/runner/result_checks.h"
+
+namespace sandbox::runner {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kParseScript = R"PY(
+import json, sys
+sys.path.insert(0, sys.argv[1] + "/src/harness")
+import harness as h
+try:
+    cfg = h.parse_config(json.load(open(sys.argv[2])))
+    cfg["seccomp_bpf"] = cfg["seccomp_bpf"] is not None
+    print(json.dumps(cfg))
+except h.ProtocolError as e:
+    print(json.dumps({"error": str(e)}))
+)PY";
+
+// A temporary file holding `text`, removed with the object.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    const int fd = mkstemp(path_.data());
+    if (fd >= 0) close(fd);
+    std::ofstream(path_.c_str()) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const char* path() const { return path_.c_str(); }
+
+ private:
+  std::string path_ = "/tmp/harness-config-test-XXXXXX";
+};
+
+// The harness's parse_config applied to `config`: its result as JSON, or {"error": message}.
+json ParseInHarness(const json& config) {
+  const char* root = std::getenv("SANDBOX_SOURCE_DIR");
+  if (root == nullptr) return json{{"error", "SANDBOX_SOURCE_DIR is not set"}};
+  const TempFile script(kParseScript);
+  const TempFile message(config.dump());
+  const std::string cmd =
+      std::string("python3 ") + script.path() + " '" + root + "' " + message.path() + " 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    std::array<char, 4096> buf{};
+    while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+    pclose(p);
+  }
+  auto parsed = json::parse(out, nullptr, false);
+  if (parsed.is_discarded()) return json{{"error", "harness said: " + out}};
+  return parsed;
+}
+
+SandboxSetup DefaultSetup() {
+  SandboxSetup setup;
+  setup.run_filter_bpf = std::string(8, '\0');  // one sock_filter entry
+  return setup;
+}
+
+TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
+  const SandboxSetup setup = DefaultSetup();
+  const json cfg = ParseInHarness(HarnessConfig(setup));
+  ASSERT_FALSE(cfg.contains("error")) << cfg.dump();
+  EXPECT_EQ(cfg["files_in"]["max_count"], setup.input.max_files);
+  EXPECT_EQ(cfg["files_in"]["max_total_bytes"], setup.input.max_total_bytes);
+  EXPECT_EQ(cfg["files_out"]["max_count"], setup.output.max_files);
+  EXPECT_EQ(cfg["image"]["max_figures"], setup.output.max_figures);
+  EXPECT_EQ(cfg["value_max_chars"], kResultLimits.value_max_chars);
+  EXPECT_EQ(cfg["list_max_entries"], kResultLimits.list_max_entries);
+  EXPECT_EQ(cfg["paths"]["max_path_bytes"], kResultLimits.path_max_bytes);
+  EXPECT_EQ(cfg["paths"]["max_name_bytes"], kResultLimits.name_max_bytes);
+  EXPECT_EQ(cfg["walk"]["max_entries"], kResultLimits.walk_max_entries);
+  EXPECT_EQ(cfg["traceback"]["max_frames"], kResultLimits.traceback_max_frames);
+  EXPECT_EQ(cfg["workdir"], setup.workdir);
+  EXPECT_EQ(cfg["tmpfs_size_bytes"], setup.pool.limits.tmpfs_bytes);
+  EXPECT_EQ(cfg["mode"], "recycle");
+  EXPECT_TRUE(cfg["seccomp_bpf"].get<bool>());
+}
+
+// Each field the server sends is one the harness needs: without it the harness refuses the
+// config (no default of its own could take its place and disagree).
+TEST(HarnessConfigTest, EveryFieldIsRequiredByTheHarness) {
+  const json flat = HarnessConfig(DefaultSetup()).flatten();
+  for (const auto& item : flat.items()) {
+    if (item.key() == "/op" || item.key().rfind("/preload/", 0) == 0) continue;
+    json cut = flat;
+    cut.erase(item.key());
+    const json cfg = ParseInHarness(cut.unflatten());
+    ASSERT_TRUE(cfg.contains("error")) << "accepted without " << item.key();
+    const std::string field = item.key().substr(item.key().rfind('/') + 1);
+    EXPECT_NE(cfg["error"].get<std::string>().find(field), std::string::npos)
+        << item.key() << ": " << cfg["error"];
+  }
+}
+
+}  // namespace
+}  // namespace sandbox::runner
