@@ -185,8 +185,14 @@ std::optional<json> ParseBody(const httplib::Request& req, ApiError& error) {
   return std::move(body).value();
 }
 
+// What Snekbox's framework (Falcon) answers to OPTIONS: 200, the methods in Allow, no body.
+void AllowedMethods(const httplib::Request&, httplib::Response& res) {
+  res.status = 200;
+  res.set_header("Allow", "POST, OPTIONS");
+}
+
 void MethodNotAllowed(const httplib::Request&, httplib::Response& res) {
-  res.set_header("Allow", "POST");
+  res.set_header("Allow", "POST, OPTIONS");
   ApiError error;
   error.status = 405;
   error.message = "use POST";
@@ -286,6 +292,8 @@ void HttpApi::Register(httplib::Server& server) {
   });
   server.Get("/eval", MethodNotAllowed);
   server.Get("/v1/execute", MethodNotAllowed);
+  server.Options("/eval", AllowedMethods);
+  server.Options("/v1/execute", AllowedMethods);
 
   server.Post("/eval", [this](const httplib::Request& req, httplib::Response& res) {
     if (!IsJsonBody(req)) {

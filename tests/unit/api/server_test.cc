@@ -350,8 +350,15 @@ TEST_F(ApiServerTest, GetOnPostRoutesIs405) {
     auto res = client.Get(path);
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 405);
-    EXPECT_EQ(res->get_header_value("Allow"), "POST");
+    EXPECT_EQ(res->get_header_value("Allow"), "POST, OPTIONS");
+    // Snekbox (Falcon) answers OPTIONS with 200 and the methods.
+    auto options = client.Options(path);
+    ASSERT_TRUE(options);
+    EXPECT_EQ(options->status, 200);
+    EXPECT_EQ(options->get_header_value("Allow"), "POST, OPTIONS");
+    EXPECT_TRUE(options->body.empty());
   }
+  EXPECT_TRUE(fake_.requests().empty());
 }
 
 TEST_F(ApiServerTest, EvalEmbeddedNulIsAnsweredWithoutARun) {
