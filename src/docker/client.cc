@@ -201,6 +201,20 @@ Status Client::KillContainer(std::string_view id, std::string_view signal,
   return OkStatus();
 }
 
+Status Client::UpdateContainer(std::string_view id, const ResourceUpdate& update,
+                               const CallOptions& call) const {
+  nlohmann::json body = nlohmann::json::object();
+  if (update.memory_bytes > 0) {
+    body["Memory"] = update.memory_bytes;
+    body["MemorySwap"] = update.memory_bytes;
+  }
+  if (update.pids_limit > 0) body["PidsLimit"] = update.pids_limit;
+  auto resp = Call("POST", Versioned("/containers/" + PathSegment(id) + "/update"), body.dump(),
+                   "update container " + std::string(id), call);
+  if (!resp.ok()) return resp.error();
+  return OkStatus();
+}
+
 Status Client::RemoveContainer(std::string_view id, const RemoveOptions& options,
                                const CallOptions& call) const {
   auto resp =

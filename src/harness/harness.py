@@ -632,6 +632,35 @@ def read_memory_usage(root="/sys/fs/cgroup"):
     return None
 
 
+def read_cgroup_baseline(root="/sys/fs/cgroup"):
+    """What the harness itself holds of the container's cgroup, for `ready`: {"memory_bytes":
+    the working set (usage minus inactive page cache, as `docker stats` counts it), "pids":
+    tasks}, each None when unreadable. The server narrows the container to this plus the run's
+    limits, so the limits are the run's own (the harness's processes and the prepared run
+    process are counted here)."""
+    out = {"memory_bytes": None, "pids": None}
+    usage = read_memory_usage(root)
+    if usage is not None:
+        inactive = 0
+        for rel, key in ((("memory", "memory.stat"), "total_inactive_file"),
+                         (("memory.stat",), "inactive_file")):
+            try:
+                with open(os.path.join(root, *rel)) as f:
+                    inactive = parse_counters(f.read()).get(key, 0)
+                break
+            except OSError:
+                continue
+        out["memory_bytes"] = max(usage - inactive, 0)
+    for rel in (("pids", "pids.current"), ("pids.current",)):
+        try:
+            with open(os.path.join(root, *rel)) as f:
+                out["pids"] = int(f.read().strip())
+            break
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Cells: final expression, tracebacks, SystemExit
 
@@ -1746,14 +1775,43 @@ def _send_files(workdir, candidates, files_cfg, sender):
                                        files_cfg["max_total_bytes"])
     sizes = {path: size for path, size, _ in candidates}
     for rel in chosen:
-        data = read_regular(os.path.join(workdir, rel), sizes[rel])
-        if data is None:
-            truncated = True
-            continue
         mime = mimetypes.guess_type(rel)[0] or "application/octet-stream"
-        sender.send({"t": "file", "path": rel, "size": len(data), "mime_type": mime,
-                     "data_b64": base64.b64encode(data).decode("ascii")})
+        if not send_file_pieces(os.path.join(workdir, rel), rel, sizes[rel], mime, sender):
+            truncated = True
     return truncated
+
+
+def send_file_pieces(full, rel, max_bytes, mime, sender):
+    """Sends at most max_bytes of the regular file at `full` as `file` records of FILE_PIECE
+    bytes each, the last one marked: collecting a file costs the run's memory one piece, not
+    the file's size several times over (file, base64, JSON). False when it is not a regular file
+    any more (nothing is sent then). A file growing while read stops at max_bytes; one
+    shrinking gives fewer bytes."""
+    fd = open_regular(full)
+    if fd is None:
+        return False
+    try:
+        offset, piece = 0, b""
+        while True:
+            # One piece ahead, so the record that ends the file says so.
+            nxt = os.read(fd, min(FILE_PIECE, max_bytes - offset - len(piece))) \
+                if offset + len(piece) < max_bytes else b""
+            if offset > 0 or piece:
+                last = not nxt
+                sender.send({"t": "file", "path": rel, "mime_type": mime, "offset": offset,
+                             "last": last, "data_b64": base64.b64encode(piece).decode("ascii")})
+                offset += len(piece)
+                if last:
+                    return True
+            elif not nxt:  # an empty file: one record
+                sender.send({"t": "file", "path": rel, "mime_type": mime, "offset": 0,
+                             "last": True, "data_b64": ""})
+                return True
+            piece = nxt
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _run_cell(source, namespace, value_max_chars, on_end=None, sources=None, tb_limits=None):
@@ -2412,6 +2470,7 @@ class RunState:
         self.images_truncated = False
         self.files = 0
         self.file_bytes = 0
+        self.file_piece = None  # (path, bytes so far) of the file being relayed
         self.files_truncated = False
         self.corrupt = None
         self.claimed_failure = None  # U reported a failure after user code ran: an `error`
@@ -2419,6 +2478,9 @@ class RunState:
 
 
 OUTPUT_CHUNK = 1 << 16
+# A returned file travels in pieces of this many bytes (a multiple of 3: whole base64 quanta),
+# from the run process through the zygote to the server, so no side holds a whole file.
+FILE_PIECE = 3 << 18
 
 
 def read_output(fd):
@@ -2889,7 +2951,7 @@ class Zygote:
         ev = {"ev": "ready", "protocol": PROTOCOL_VERSION, "python": "%d.%d.%d" % sys.version_info[:3],
               "pid": self.pid, "preloaded": self.preloaded, "errors": list(self.errors),
               "isolation": "namespaces" if self.isolate else "process", "run_count": self.run_count,
-              "mode": self.cfg["mode"]}
+              "mode": self.cfg["mode"], "cgroup": read_cgroup_baseline()}
         if self.session:
             ev.update(self._session_fields())
         return ev
@@ -3447,8 +3509,7 @@ class Zygote:
     def _max_result_record(self):
         img = self.cfg["image"]
         per_image = img["max_width_px"] * img["max_height_px"] * 4 + (64 << 10)
-        return max(per_image, self.cfg["files_out"]["max_total_bytes"]) * 4 // 3 + (1 << 20) + \
-            self.cfg["value_max_chars"] * 8
+        return max(per_image, FILE_PIECE) * 4 // 3 + (1 << 20) + self.cfg["value_max_chars"] * 8
 
     def _result_budget(self):
         img = self.cfg["image"]
@@ -3545,26 +3606,7 @@ class Zygote:
             self.chan.send({"ev": "image", "id": rid, "mime_type": "image/png", "width": w,
                             "height": h, "data_b64": data})
         elif t == "file":
-            fo = self.cfg["files_out"]
-            path, size, mime, data = (rec.get("path"), rec.get("size"), rec.get("mime_type"),
-                                      rec.get("data_b64"))
-            if not (_is_int(size) and size >= 0 and isinstance(mime, str)
-                    and isinstance(data, str) and len(data) == (size + 2) // 3 * 4):
-                state.files_truncated = True  # dropped: marked, never passed on
-                return
-            bad = result_path_error(path)
-            if bad is not None:
-                state.files_truncated = True
-                log("run %r: dropped a file record whose path is %s: %s"
-                    % (rid, bad, ascii(path)[:300]))
-                return
-            if state.files >= fo["max_count"] or state.file_bytes + size > fo["max_total_bytes"]:
-                state.files_truncated = True
-                return
-            state.files += 1
-            state.file_bytes += size
-            self.chan.send({"ev": "file", "id": rid, "path": path, "size": size,
-                            "mime_type": mime[:200], "data_b64": data})
+            self._on_file_piece(state, rec)
         elif t == "result":
             state.result = rec
         elif t == "internal":
@@ -3575,6 +3617,51 @@ class Zygote:
                     % (rid, message))
             else:  # before the code: U is still the harness's alone
                 state.internal = "harness error in the run: %s" % message
+
+    def _on_file_piece(self, state, rec):
+        """One piece of a returned file (send_file_pieces). Pieces of one file come in order,
+        from offset 0 to the one marked last; a file failing a check from any piece on is
+        dropped and marked (its later pieces too): the server keeps only files whose last
+        piece arrived, so an incomplete one never passes on."""
+        fo = self.cfg["files_out"]
+        path, mime, data, offset, last = (rec.get("path"), rec.get("mime_type"),
+                                          rec.get("data_b64"), rec.get("offset"), rec.get("last"))
+        cur = state.file_piece  # (path, bytes so far) of the file being relayed, or None
+        if not (isinstance(mime, str) and isinstance(data, str) and _is_int(offset)
+                and isinstance(last, bool) and len(data) <= (FILE_PIECE + 2) // 3 * 4
+                and len(data) % 4 == 0):
+            state.files_truncated = True
+            state.file_piece = None
+            return
+        if offset == 0:
+            if cur is not None:  # the previous file never ended: the server drops it
+                state.files_truncated = True
+            bad = result_path_error(path)
+            if bad is not None:
+                state.files_truncated = True
+                state.file_piece = None
+                log("run %r: dropped a file record whose path is %s: %s"
+                    % (state.rid, bad, ascii(path)[:300]))
+                return
+            if state.files >= fo["max_count"]:
+                state.files_truncated = True
+                state.file_piece = None
+                return
+            state.files += 1
+            cur = (path, 0)
+        elif cur is None or cur[0] != path or cur[1] != offset:
+            state.files_truncated = True  # out of order, or of a file already dropped
+            state.file_piece = None
+            return
+        n = len(data) // 4 * 3 - data[-2:].count("=")
+        if state.file_bytes + n > fo["max_total_bytes"]:
+            state.files_truncated = True
+            state.file_piece = None
+            return
+        state.file_bytes += n
+        state.file_piece = None if last else (path, offset + n)
+        self.chan.send({"ev": "file", "id": state.rid, "path": path, "offset": offset,
+                        "last": last, "mime_type": mime[:200], "data_b64": data})
 
     def _done_event(self, state, verdict, exit_code, sig, detail, duration_ms, session_reset=False):
         res = state.result
@@ -3599,7 +3686,10 @@ class Zygote:
 
 
 def files_overhead(cfg):
-    return cfg["files_out"]["max_count"] * 2048
+    """Bytes of the file records beyond their base64 data: one record per piece (each file
+    has at least one)."""
+    fo = cfg["files_out"]
+    return (fo["max_count"] + fo["max_total_bytes"] // FILE_PIECE + 1) * 2048
 
 
 class FatalError(Exception):

@@ -36,6 +36,10 @@ constexpr auto kPollSlice = std::chrono::milliseconds(200);
 // A cancel the harness has not answered after this is re-sent once, then the container killed.
 constexpr auto kCancelResend = std::chrono::milliseconds(400);
 constexpr auto kCancelKill = std::chrono::milliseconds(900);
+// Room beyond the run's memory budget for the zygote relaying the run's output and records
+// (one file piece, one figure and output chunks at a time): the relay never counts against
+// the budget.
+constexpr std::int64_t kRelayHeadroomBytes = 12LL << 20;
 
 // Every field, always: the harness has no defaults (cpu_s 0: derived from the timeout;
 // memory_bytes 0: the container's limit only).
@@ -167,7 +171,45 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
       new HarnessSandbox(setup, std::move(handle), std::move(*stream), std::move(logger)));
   auto booted = sandbox->Boot(deadline, cancel);
   if (!booted.ok()) return booted.error();
+  sandbox->NarrowToRunLimits(client, deadline);
   return sandbox;
+}
+
+void HarnessSandbox::NarrowToRunLimits(const docker::Client& client, Deadline deadline) {
+  const auto& pool = setup_.pool;
+  // gVisor's cgroup files describe its own sandbox, not the container's: keep the ceiling.
+  if (pool.runtime == "runsc") return;
+  auto cgroup = ready_info_.find("cgroup");
+  if (cgroup == ready_info_.end() || !cgroup->is_object()) return;
+  auto number = [&](const char* key) {
+    auto it = cgroup->find(key);
+    return it == cgroup->end() ? std::optional<std::int64_t>() : JsonInteger(*it);
+  };
+  docker::ResourceUpdate update;
+  if (auto held = number("memory_bytes"); held && *held > 0) {
+    update.memory_bytes = std::min(ContainerMemoryBytes(pool),
+                                   *held + pool.limits.memory_bytes + kRelayHeadroomBytes);
+  }
+  // The prepared run process is among the harness's tasks, and it is the code's first one.
+  if (auto tasks = number("pids"); tasks && *tasks > 0) {
+    update.pids_limit = std::min(ContainerPidsLimit(pool), *tasks - 1 + pool.limits.pids);
+  }
+  if (update.memory_bytes == 0 && update.pids_limit == 0) return;
+  auto status =
+      client.UpdateContainer(container_.id(), update, docker::CallOptions::Until(deadline));
+  if (status.ok()) {
+    narrowed_ = update;
+    if (logger_) {
+      logger_->debug("sandbox {}: narrowed to {} bytes and {} pids for the runs", Name(),
+                     update.memory_bytes, update.pids_limit);
+    }
+  } else if (logger_) {
+    // The creation ceiling stays: still bounded, only less precisely.
+    logger_->warn(
+        "sandbox {}: could not narrow its limits to the run's ({}); the container's "
+        "ceiling stays",
+        Name(), status.error().message());
+  }
 }
 
 Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) {
@@ -460,6 +502,9 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   bool resent_cancel = false;
   bool server_dropped_files = false;  // a file event failed the server's own checks
   std::size_t file_bytes = 0;
+  // The returned file being assembled from its pieces (the harness sends a file in pieces,
+  // offset 0 first, the last one marked); kept only once its last piece arrived.
+  std::optional<exec::OutputFile> piece_file;
   while (true) {
     const auto now = Clock::now();
     if (link->fired.load()) {
@@ -559,18 +604,32 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
         continue;
       }
       auto data = Base64Decode(JsonString(msg, "data_b64"));
+      const auto offset_it = msg.find("offset");
+      const auto offset =
+          offset_it == msg.end() ? std::optional<std::int64_t>() : JsonInteger(*offset_it);
       const auto& out = setup_.output;
-      if (!data.ok() || std::cmp_greater_equal(result.files.size(), out.max_files) ||
+      if (offset && *offset == 0) {
+        if (piece_file) server_dropped_files = true;  // the previous one never ended
+        piece_file.reset();
+        if (std::cmp_less(result.files.size(), out.max_files)) {
+          piece_file.emplace();
+          piece_file->path = path;
+          piece_file->mime_type = CutText(JsonString(msg, "mime_type"), 200);
+        }
+      }
+      if (!data.ok() || !offset || !piece_file || piece_file->path != path ||
+          std::cmp_not_equal(piece_file->data.size(), *offset) ||
           std::cmp_greater(file_bytes + data->size(), out.max_files_bytes)) {
         server_dropped_files = true;
+        piece_file.reset();
         continue;
       }
       file_bytes += data->size();
-      exec::OutputFile file;
-      file.path = std::move(path);
-      file.size = static_cast<std::int64_t>(data->size());
-      file.mime_type = CutText(JsonString(msg, "mime_type"), 200);
-      file.data = std::move(*data);
+      piece_file->data.append(*data);
+      if (!JsonBool(msg, "last")) continue;
+      exec::OutputFile file = std::move(*piece_file);
+      piece_file.reset();
+      file.size = static_cast<std::int64_t>(file.data.size());
       observer.OnFile(file);
       result.files.push_back(std::move(file));
     } else if (ev == "done") {
@@ -593,6 +652,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       }
       if (result.value) result.value = CutText(*result.value, kMaxValueBytes);
       result.output_truncated = JsonBool(msg, "output_truncated");
+      if (piece_file) server_dropped_files = true;  // its last piece never came
       result.files_truncated = JsonBool(msg, "files_truncated") || server_dropped_files;
       result.detail = JsonString(msg, "detail");
       if (result.verdict == exec::Verdict::kInternal)

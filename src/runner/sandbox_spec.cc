@@ -12,6 +12,10 @@ std::string BootstrapCode() {
          "exec(compile(b.read(n),'<harness>','exec'))";
 }
 
+std::int64_t ContainerPidsLimit(const config::PoolConfig& pool) {
+  return std::max<std::int64_t>(pool.limits.pids + 8, pool.runtime == "runsc" ? 256 : 0);
+}
+
 std::int64_t ContainerMemoryBytes(const config::PoolConfig& pool) {
   return pool.zygote_memory_bytes + pool.limits.memory_bytes;
 }
@@ -50,7 +54,7 @@ docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input) {
   hc.memory_swap = hc.memory;
   hc.nano_cpus = static_cast<std::int64_t>(pool.limits.cpus * 1e9);
   // The zygote, the init process and a run's intermediate process share the container's pids.
-  hc.pids_limit = std::max<std::int64_t>(pool.limits.pids + 8, pool.runtime == "runsc" ? 256 : 0);
+  hc.pids_limit = ContainerPidsLimit(pool);
   hc.shm_size = 64LL << 20;
   const auto tmpfs_size = std::to_string(pool.max_limits.tmpfs_bytes);
   hc.tmpfs["/tmp"] = "rw,nosuid,nodev,size=" + tmpfs_size + ",mode=1777";

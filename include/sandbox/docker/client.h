@@ -69,6 +69,11 @@ struct RemoveOptions {
   bool volumes = false;  // remove its anonymous volumes too
 };
 
+struct ResourceUpdate {
+  std::int64_t memory_bytes = 0;  // 0: unchanged
+  std::int64_t pids_limit = 0;    // 0: unchanged
+};
+
 struct ListOptions {
   bool all = true;  // include stopped containers
   Filters filters;  // e.g. {{"label", {"io.sandbox-mcp.managed=true"}}}
@@ -114,6 +119,10 @@ class Client {
   Status KillContainer(std::string_view id, std::string_view signal = "SIGKILL",
                        const CallOptions& call = {}) const;
   Status RemoveContainer(std::string_view id, const RemoveOptions& options = {},
+                         const CallOptions& call = {}) const;
+  // Changes a running container's limits (POST /containers/{id}/update); a field left 0 is
+  // not changed. Memory sets MemorySwap to the same value (no swap).
+  Status UpdateContainer(std::string_view id, const ResourceUpdate& update,
                          const CallOptions& call = {}) const;
   Result<ContainerInfo> InspectContainer(std::string_view id, const CallOptions& call = {}) const;
   Result<std::vector<ContainerSummary>> ListContainers(const ListOptions& options = {},

@@ -133,6 +133,12 @@ class HarnessSandbox final : public pool::PooledSandbox {
                  std::shared_ptr<spdlog::logger> logger);
 
   Status Boot(docker::Deadline deadline, const std::atomic<bool>* cancel);
+  // The container is created with room for the harness to start (zygote_memory_bytes and 8
+  // tasks beyond the run's limits). Once ready, the harness reports what it holds itself
+  // (`ready.cgroup`), and the container is narrowed to that plus the run's memory budget (and
+  // kRelayHeadroomBytes for relaying) and the run's pids: the limits are then the run's own.
+  // A failed update keeps the ceiling (logged). Not for gVisor pools.
+  void NarrowToRunLimits(const docker::Client& client, docker::Deadline deadline);
   Status SendJson(const nlohmann::json& message, docker::Deadline deadline);
   // The next harness frame; nullopt at end of stream. kTimeout leaves the stream usable.
   Result<std::optional<Frame>> NextFrame(docker::Deadline deadline);
@@ -158,7 +164,8 @@ class HarnessSandbox final : public pool::PooledSandbox {
   bool broken_ = false;
   bool used_up_ = false;
   std::string session_notice_;
-  bool prepared_ = false;  // a `ready` arrived after the last `done`
+  bool prepared_ = false;            // a `ready` arrived after the last `done`
+  docker::ResourceUpdate narrowed_;  // the limits NarrowToRunLimits set (0: the ceiling)
 };
 
 }  // namespace sandbox::runner

@@ -41,5 +41,7 @@ docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input);
 
 // The container's memory limit: the pool's run budget plus the zygote's share.
 std::int64_t ContainerMemoryBytes(const config::PoolConfig& pool);
+// The container's pids limit at creation: the run's pids plus the harness's own tasks.
+std::int64_t ContainerPidsLimit(const config::PoolConfig& pool);
 
 }  // namespace sandbox::runner

@@ -570,8 +570,8 @@ std::vector<Attack> Attacks() {
       "        except OSError:\n"
       "            pass\n"
       "def file(path):\n"
-      "    forge({'t': 'file', 'path': path, 'size': 1, 'mime_type': 'text/plain',\n"
-      "           'data_b64': 'eA=='})\n";
+      "    forge({'t': 'file', 'path': path, 'mime_type': 'text/plain', 'offset': 0,\n"
+      "           'last': True, 'data_b64': 'eA=='})\n";
   a.emplace_back("forged_file_escaping_paths",
                  "harness and server: result paths relative, normalized, inside the work dir",
                  forge +
@@ -580,12 +580,18 @@ std::vector<Attack> Attacks() {
                      "    file(p)\nopen('real.txt', 'w').write('r')\n",
                  V::kOk);
   a.back().Files({"real.txt"}, true).Stdout("").SameContainerAfter();
-  a.emplace_back("forged_file_size_lies", "harness: size and data must agree",
+  a.emplace_back("forged_file_pieces_lie",
+                 "harness and server: a file's pieces come in order and end with the last",
                  forge +
-                     "forge({'t': 'file', 'path': 'big', 'size': 10**12, 'mime_type': 'x',\n"
-                     "       'data_b64': 'eA=='})\n"
-                     "forge({'t': 'file', 'path': 'neg', 'size': -1, 'mime_type': 'x',\n"
-                     "       'data_b64': ''})\n",
+                     "def piece(path, offset, last, data='eA=='):\n"
+                     "    forge({'t': 'file', 'path': path, 'mime_type': 'x', 'offset': offset,\n"
+                     "           'last': last, 'data_b64': data})\n"
+                     "piece('gap', 0, False); piece('gap', 5, True)\n"  // a hole
+                     "piece('late', 10**12, True)\n"                    // no start
+                     "piece('neg', -1, True)\n"
+                     "piece('bad64', 0, True, '!!!!')\n"
+                     "piece('swap', 0, False); piece('other', 1, True)\n"
+                     "piece('open', 0, False)\n",  // never ends
                  V::kOk);
   a.back().Files({}, true).Stdout("");
   a.emplace_back("forged_file_count", "harness: files_out.max_count (32 here)",

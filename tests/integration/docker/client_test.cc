@@ -113,6 +113,38 @@ TEST_F(ClientTest, ListByLabel) {
   EXPECT_EQ((*found)[0].state, "created");
 }
 
+// The sandboxes are narrowed to the run's limits once the harness is ready (HarnessSandbox::
+// NarrowToRunLimits): the engine must take new memory and pids limits on a running container.
+TEST_F(ClientTest, UpdateNarrowsARunningContainer) {
+  ContainerSpec spec = TestSpec({"sleep", "600"});
+  spec.host_config.memory = 256 << 20;
+  spec.host_config.memory_swap = 256 << 20;
+  spec.host_config.pids_limit = 64;
+  auto guard = Create(spec);
+  ASSERT_TRUE(guard);
+  ASSERT_TRUE(client().StartContainer(guard->id()).ok());
+  ResourceUpdate update;
+  update.memory_bytes = 96 << 20;
+  update.pids_limit = 20;
+  Status updated = client().UpdateContainer(guard->id(), update);
+  ASSERT_TRUE(updated.ok()) << updated.error().ToString();
+  auto info = client().InspectContainer(guard->id());
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->raw["HostConfig"]["Memory"], 96 << 20);
+  EXPECT_EQ(info->raw["HostConfig"]["MemorySwap"], 96 << 20);
+  EXPECT_EQ(info->raw["HostConfig"]["PidsLimit"], 20);
+  // A field left 0 stays as it is.
+  ResourceUpdate pids_only;
+  pids_only.pids_limit = 30;
+  ASSERT_TRUE(client().UpdateContainer(guard->id(), pids_only).ok());
+  info = client().InspectContainer(guard->id());
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->raw["HostConfig"]["Memory"], 96 << 20);
+  EXPECT_EQ(info->raw["HostConfig"]["PidsLimit"], 30);
+  EXPECT_EQ(client().UpdateContainer("no-such-container-here", update).error().code(),
+            ErrorCode::kNotFound);
+}
+
 TEST_F(ClientTest, KillThenWaitSees137) {
   auto guard = Create(TestSpec({"sleep", "600"}));
   ASSERT_TRUE(guard);

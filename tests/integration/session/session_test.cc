@@ -263,8 +263,8 @@ TEST_F(SessionTest, ClaimsAreCheckedAndOddTreesListed) {
       "            pass\n";
   auto files = Run(id, forge +
                            "for p in ('../../etc/forged', '/etc/passwd', './x', 'a//b', 'n\\nl'):\n"
-                           "    forge({'t': 'file', 'path': p, 'size': 1, 'mime_type': 'x',\n"
-                           "           'data_b64': 'eA=='})\n"
+                           "    forge({'t': 'file', 'path': p, 'mime_type': 'x', 'offset': 0,\n"
+                           "           'last': True, 'data_b64': 'eA=='})\n"
                            "open('real.txt', 'w').write('r')\n");
   EXPECT_EQ(files.verdict, exec::Verdict::kOk) << files.detail << files.stderr_text;
   ASSERT_EQ(files.files.size(), 1U);

@@ -869,11 +869,41 @@ class WalkTest(unittest.TestCase):
         sender = Sender()
         cfg = {"max_count": 20, "max_total_bytes": 1 << 20}
         self.assertTrue(h._collect_files(self.dir, {}, cfg, sender))
-        self.assertEqual([(r["path"], r["size"]) for r in sender.recs],
-                         [("sub/a.txt", 1), ("top.txt", 1)])
+        self.assertEqual([(r["path"], r["offset"], r["last"], base64.b64decode(r["data_b64"]))
+                          for r in sender.recs],
+                         [("sub/a.txt", 0, True, b"a"), ("top.txt", 0, True, b"x")])
         files, truncated = h.list_files(self.dir, 10)
         self.assertEqual([f["path"] for f in files], ["sparse", "sub/a.txt", "top.txt"])
         self.assertTrue(truncated)
+
+    def test_files_travel_in_pieces(self):
+        # A file is sent in FILE_PIECE pieces, in order, the last marked; an empty one is one
+        # record; so collecting never holds more than a piece of a file.
+        data = os.urandom(2 * h.FILE_PIECE + 5)
+        with open(self.p("big.bin"), "wb") as f:
+            f.write(data)
+        open(self.p("empty"), "wb").close()
+
+        class Sender:
+            def __init__(self):
+                self.recs = []
+
+            def send(self, rec):
+                self.recs.append(rec)
+        sender = Sender()
+        self.assertTrue(h.send_file_pieces(self.p("big.bin"), "big.bin", 1 << 30, "x/y", sender))
+        recs = sender.recs
+        self.assertEqual([(r["offset"], r["last"]) for r in recs],
+                         [(0, False), (h.FILE_PIECE, False), (2 * h.FILE_PIECE, True)])
+        self.assertEqual(b"".join(base64.b64decode(r["data_b64"]) for r in recs), data)
+        sender = Sender()
+        self.assertTrue(h.send_file_pieces(self.p("big.bin"), "big.bin", h.FILE_PIECE, "x", sender))
+        self.assertEqual([(r["offset"], r["last"], len(base64.b64decode(r["data_b64"])))
+                          for r in sender.recs], [(0, True, h.FILE_PIECE)])
+        sender = Sender()
+        self.assertTrue(h.send_file_pieces(self.p("empty"), "empty", 10, "x", sender))
+        self.assertEqual([(r["offset"], r["last"], r["data_b64"]) for r in sender.recs],
+                         [(0, True, "")])
 
     def test_depth_and_count_bounds(self):
         cwd = os.getcwd()
