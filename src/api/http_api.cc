@@ -185,10 +185,24 @@ std::optional<json> ParseBody(const httplib::Request& req, ApiError& error) {
   return std::move(body).value();
 }
 
-// What Snekbox's framework (Falcon) answers to OPTIONS: 200, the methods in Allow, no body.
+// OPTIONS: 200, the methods in Allow, no body. /eval says "POST", exactly as Snekbox's
+// framework (Falcon) does.
 void AllowedMethods(const httplib::Request&, httplib::Response& res) {
   res.status = 200;
   res.set_header("Allow", "POST, OPTIONS");
+}
+
+void EvalAllowedMethods(const httplib::Request&, httplib::Response& res) {
+  res.status = 200;
+  res.set_header("Allow", "POST");
+}
+
+void EvalMethodNotAllowed(const httplib::Request&, httplib::Response& res) {
+  res.set_header("Allow", "POST");
+  ApiError error;
+  error.status = 405;
+  error.message = "use POST";
+  SendSnekboxError(res, "405 Method Not Allowed", error);
 }
 
 void MethodNotAllowed(const httplib::Request&, httplib::Response& res) {
@@ -290,14 +304,16 @@ void HttpApi::Register(httplib::Server& server) {
   server.Get("/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, OpenApiDocument(options_));
   });
-  server.Get("/eval", MethodNotAllowed);
+  server.Get("/eval", EvalMethodNotAllowed);
   server.Get("/v1/execute", MethodNotAllowed);
-  server.Options("/eval", AllowedMethods);
+  server.Options("/eval", EvalAllowedMethods);
   server.Options("/v1/execute", AllowedMethods);
 
   server.Post("/eval", [this](const httplib::Request& req, httplib::Response& res) {
     if (!IsJsonBody(req)) {
       ApiError error = UnsupportedMediaType(req);
+      // Snekbox's exact sentence: a client may match on it.
+      error.message = req.get_header_value("Content-Type") + " is an unsupported media type.";
       return SendSnekboxError(res, "415 Unsupported Media Type", error);
     }
     ApiError error;
@@ -311,6 +327,13 @@ void HttpApi::Register(httplib::Server& server) {
       auto pool = service_.PoolForExecutable(plan.executable);
       if (!pool.ok()) {
         ApiError refused = FromEngineError(pool.error(), options_.retry_after_s);
+        // Snekbox's words for a path it has no interpreter at, then which ones there are.
+        constexpr std::string_view kPrefix = "executable_path: ";
+        if (refused.message.rfind(kPrefix, 0) == 0) {
+          refused.message =
+              "executable_path does not exist: " + refused.message.substr(kPrefix.size());
+        }
+        refused.field = "executable_path";
         return SendSnekboxError(res, "Request data failed validation", refused);
       }
       plan.request.pool = std::move(*pool);

@@ -133,8 +133,12 @@ std::optional<ApiError> ParseEvalRequest(const json& body, EvalPlan& plan) {
         return Refuse(where + ".path", where + ".path: required, a string");
       }
       auto normalized = NormalizeSnekboxPath(path->get<std::string>());
-      if (!normalized.ok())
-        return Refuse(where + ".path", normalized.error().message(), kFileTitle);
+      if (!normalized.ok()) {
+        // Snekbox's schema refuses an absolute path before its file checks run.
+        const bool absolute = path->get<std::string>().rfind('/', 0) == 0;
+        return Refuse(where + ".path", normalized.error().message(),
+                      absolute ? kSchemaTitle : kFileTitle);
+      }
       std::string content;
       if (auto c = file.find("content"); c != file.end()) {
         if (!c->is_string()) {
@@ -191,14 +195,32 @@ std::string OutputMerger::Merged(const exec::RunResult& result) const {
   return out;
 }
 
+bool SnekboxReturnsFile(std::string_view path) {
+  // Snekbox globs "**/[!_]*" without hidden entries: no component may start with '.', and the
+  // file's own name not with '_'.
+  std::size_t start = 0;
+  while (start < path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (path[start] == '.') return false;
+    if (end == path.size() && path[start] == '_') return false;
+    start = end + 1;
+  }
+  return !path.empty();
+}
+
 std::optional<int> SnekboxReturnCode(const exec::RunResult& result) {
   switch (result.verdict) {
     case exec::Verdict::kOk:
     case exec::Verdict::kError:
       if (result.exit_code >= 0) return result.exit_code;
       return std::nullopt;  // never ran (e.g. rejected input files)
-    case exec::Verdict::kTimeout:
     case exec::Verdict::kMemory:
+      // A child killed at the limit while the code itself ended normally: Snekbox reports
+      // the code's own status.
+      if (result.exit_code >= 0 && !result.signal) return result.exit_code;
+      return 128 + 9;
+    case exec::Verdict::kTimeout:
       return 128 + 9;  // SIGKILL, as NsJail's limits give
     case exec::Verdict::kOutputLimit:
       return 128 + 15;  // SIGTERM, as Snekbox stops a run that writes too much
@@ -228,11 +250,17 @@ json EvalResponse(const exec::RunResult& result, std::string_view merged_output)
     }
     return EvalFailure(reason);
   }
-  json files = json::array();
+  std::vector<const exec::OutputFile*> returned;
   for (const auto& file : result.files) {
-    files.push_back({{"path", RepairUtf8(file.path)},
-                     {"size", static_cast<std::int64_t>(file.data.size())},
-                     {"content", Base64Encode(file.data)}});
+    if (SnekboxReturnsFile(file.path)) returned.push_back(&file);
+  }
+  std::sort(returned.begin(), returned.end(),
+            [](const exec::OutputFile* a, const exec::OutputFile* b) { return a->path < b->path; });
+  json files = json::array();
+  for (const auto* file : returned) {
+    files.push_back({{"path", RepairUtf8(file->path)},
+                     {"size", static_cast<std::int64_t>(file->data.size())},
+                     {"content", Base64Encode(file->data)}});
   }
   return {{"stdout", RepairUtf8(merged_output)}, {"returncode", *code}, {"files", files}};
 }

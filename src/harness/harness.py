@@ -2615,6 +2615,19 @@ def _reap_nohang(children=None):
             children.discard(pid)
 
 
+# How long F waits for the last run's processes to go before preparing the next run anyway.
+FORKER_REAP_WAIT_S = 2.0
+
+
+def _reap_within(children, seconds):
+    """Reaps `children` until none is left or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    _reap_nohang(children)
+    while children and time.monotonic() < deadline:
+        time.sleep(0.002)
+        _reap_nohang(children)
+
+
 class _ForkerState:
     """What F needs of the zygote's start-up state (config, kernel, matplotlib seed)."""
 
@@ -2678,6 +2691,9 @@ def _forker_main(sock, fs):
             break
         try:
             if cmd in (FORKER_PREPARE_ISOLATED, FORKER_PREPARE_PROCESS):
+                # The last run's tree is killed by now; its dying processes would count against
+                # the next run's pids and memory limits, so the next run starts once they are gone.
+                _reap_within(children, FORKER_REAP_WAIT_S)
                 if cmd == FORKER_PREPARE_PROCESS:
                     _forker_cleanup(fs, children)
                 pid, fds = _forker_spawn(fs, cmd == FORKER_PREPARE_ISOLATED, children)

@@ -24,7 +24,9 @@
 // invalid bytes (Snekbox answers null instead; here the run's real status is kept). returncode:
 // the exit status for ok/error, 137 for the time or memory limit, 143 for too much output,
 // 128+N for a death by signal N, null when the sandbox failed or the run was cancelled (stdout
-// then carries the reason instead of output).
+// then carries the reason instead of output). files: sorted by path, hidden ones and names
+// starting with '_' left out, as Snekbox does (SnekboxReturnsFile); /v1/execute and the MCP
+// tool return every file.
 //
 // Thread-safety: stateless functions; OutputMerger is used by one run (the engine calls
 // observers serially).
@@ -64,6 +66,10 @@ std::string LauncherCode(const std::vector<std::string>& args);
 
 // Snekbox's path rules: returns the normalized relative path, or a message.
 Result<std::string> NormalizeSnekboxPath(std::string_view path);
+
+// Whether /eval returns a file the run wrote, as Snekbox chooses them: no hidden component
+// (".x"), and a name not starting with '_'. /eval sorts the returned files by path.
+bool SnekboxReturnsFile(std::string_view path);
 
 // Collects stdout and stderr in arrival order.
 class OutputMerger final : public exec::RunObserver {

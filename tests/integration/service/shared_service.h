@@ -39,8 +39,10 @@ class Recorder final : public exec::RunObserver {
 class SharedServices {
  public:
   // `tune` may adjust each mode's pool (limits, sizes) before the service is created.
-  explicit SharedServices(std::string suite, std::function<void(config::PoolConfig&)> tune = {})
-      : suite_(std::move(suite)), tune_(std::move(tune)) {}
+  // `tune_config` may adjust the whole configuration (output bounds) after that.
+  explicit SharedServices(std::string suite, std::function<void(config::PoolConfig&)> tune = {},
+                          std::function<void(config::Config&)> tune_config = {})
+      : suite_(std::move(suite)), tune_(std::move(tune)), tune_config_(std::move(tune_config)) {}
   SharedServices(const SharedServices&) = delete;
   SharedServices& operator=(const SharedServices&) = delete;
   ~SharedServices() { Finish(); }
@@ -56,6 +58,7 @@ class SharedServices {
     entry.instance = TestInstanceId(suite_ + "-" + std::string(config::PoolModeName(mode)));
     entry.config = SmallConfig(mode, entry.instance);
     if (tune_) tune_(entry.config.pools[0]);
+    if (tune_config_) tune_config_(entry.config);
     service::ServiceOptions options;
     options.container_seccomp_json = Engine::Get().container_profile();
     options.run_filter_bpf = Engine::Get().run_filter_bpf();
@@ -101,6 +104,7 @@ class SharedServices {
   };
   std::string suite_;
   std::function<void(config::PoolConfig&)> tune_;
+  std::function<void(config::Config&)> tune_config_;
   std::map<config::PoolMode, std::unique_ptr<Entry>> entries_;
 };
 

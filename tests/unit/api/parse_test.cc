@@ -160,7 +160,10 @@ TEST(SnekboxResponse, ReturnCodesPerVerdict) {
   EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kError, 1)), 1);
   EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kError, 3)), 3);
   EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kTimeout, -1, 9)), 137);
-  EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kMemory, 1)), 137);
+  EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kMemory, -1, 9)), 137);  // killed at the limit
+  // The code ended itself (an uncaught MemoryError, or only a child was killed): its status.
+  EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kMemory, 1)), 1);
+  EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kMemory, 0)), 0);
   EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kOutputLimit, -1, 9)), 143);
   EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kSignal, -1, 11)), 139);
   EXPECT_EQ(SnekboxReturnCode(WithVerdict(V::kInternal)), std::nullopt);
@@ -184,6 +187,19 @@ TEST(SnekboxResponse, FilesAreBase64WithSize) {
   EXPECT_EQ(body["stdout"], "out\xEF\xBF\xBD");
   EXPECT_EQ(body["returncode"], 0);
   EXPECT_EQ(body["files"], json::parse(R"([{"path":"output.png","size":4,"content":"iVBORw=="}])"));
+}
+
+TEST(SnekboxResponse, FilesInSnekboxOrderWithoutHiddenOrUnderscoreNames) {
+  auto r = WithVerdict(exec::Verdict::kOk, 0);
+  for (const char* path :
+       {"test.txt", "dir/test2.txt", ".hidden", "normal/.hidden.txt", ".hidden/b.txt",
+        "_secret.txt", "mod/__init__.py", "_dir/kept.txt", "a_b.txt"}) {
+    r.files.push_back(exec::OutputFile{path, 1, "text/plain", "x"});
+  }
+  auto body = EvalResponse(r, "");
+  std::vector<std::string> paths;
+  for (const auto& f : body["files"]) paths.push_back(f["path"]);
+  EXPECT_THAT(paths, ElementsAre("_dir/kept.txt", "a_b.txt", "dir/test2.txt", "test.txt"));
 }
 
 TEST(SnekboxResponse, MergerKeepsArrivalOrderAndCompletesFromTheResult) {

@@ -651,6 +651,29 @@ class SessionFilesTest(unittest.TestCase):
         self.assertEqual(h.changed_files(before, h.snapshot_files(self.work)), ["c", "s/b"])
 
 
+class ReapTest(unittest.TestCase):
+    """F waits for the last run's processes before preparing the next run (bounded)."""
+
+    def _child(self, seconds):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(seconds)
+            os._exit(0)
+        return pid
+
+    def test_waits_for_children_that_are_ending(self):
+        children = {self._child(0.1), self._child(0.2)}
+        h._reap_within(children, 5.0)
+        self.assertEqual(children, set())
+
+    def test_gives_up_after_the_bound(self):
+        pid = self._child(30)
+        self.addCleanup(lambda: (os.kill(pid, signal.SIGKILL), os.waitpid(pid, 0)))
+        children = {pid}
+        h._reap_within(children, 0.05)
+        self.assertEqual(children, {pid})
+
+
 class ImportTest(unittest.TestCase):
     def test_import_has_no_side_effects(self):
         # With stdin left open, main() would block reading a config: the import must return.
