@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -157,6 +158,8 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   SANDBOX_RETURN_IF_ERROR(r.Read("python", pool.python));
   SANDBOX_RETURN_IF_ERROR(r.Read("executables", pool.executables));
   SANDBOX_RETURN_IF_ERROR(r.Read("runtime", pool.runtime));
+  SANDBOX_RETURN_IF_ERROR(r.Read("packages", pool.packages));
+  SANDBOX_RETURN_IF_ERROR(r.Read("pip_packages", pool.pip_packages));
   SANDBOX_RETURN_IF_ERROR(r.Read("preload", pool.preload));
   SANDBOX_RETURN_IF_ERROR(r.Read("warm_plot", pool.warm_plot));
   pool.skip_preload_when_queued = pool.mode == PoolMode::kFresh;  // the default follows the mode
@@ -298,6 +301,33 @@ Status CheckWithin(const Limits& l, const Limits& max, const std::string& path) 
   if (l.fsize_bytes > max.fsize_bytes) return over("fsize_bytes");
   if (l.tmpfs_bytes > max.tmpfs_bytes) return over("tmpfs_bytes");
   if (l.output_bytes > max.output_bytes) return over("output_bytes");
+  return OkStatus();
+}
+
+// The names images/build.sh accepts (its --packages and --pip checks say the same): the
+// names end up on a shell command line and in image labels.
+Status CheckPackages(const PoolConfig& p, const std::string& path) {
+  static const std::regex kDebian(R"(^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$)");
+  static const std::regex kPip(
+      R"(^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+)?$)");
+  auto check = [&](const std::vector<std::string>& names, const char* field,
+                   const std::regex& pattern, const char* what) -> Status {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (!std::regex_match(names[i], pattern)) {
+        return Invalid(path + "." + field + "[" + std::to_string(i) + "]",
+                       "\"" + names[i] + "\" is not " + what);
+      }
+    }
+    return OkStatus();
+  };
+  SANDBOX_RETURN_IF_ERROR(check(p.packages, "packages", kDebian, "a Debian package name"));
+  SANDBOX_RETURN_IF_ERROR(check(p.pip_packages, "pip_packages", kPip, "a pip requirement"));
+  if ((!p.packages.empty() || !p.pip_packages.empty()) && p.image == PoolConfig{}.image) {
+    return Invalid(path + ".image",
+                   "a pool with packages needs an image of its own (e.g. "
+                   "\"sandbox-mcp-python:" +
+                       p.name + "\"), built with images/build.sh --tag");
+  }
   return OkStatus();
 }
 
@@ -592,6 +622,7 @@ Status Validate(const Config& config) {
         return Invalid(where, "\"" + e + "\" is already served by pool \"" + it->second + "\"");
       }
     }
+    SANDBOX_RETURN_IF_ERROR(CheckPackages(p, path));
     if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
     if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
     if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");

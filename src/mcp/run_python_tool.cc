@@ -1,5 +1,6 @@
 #include "sandbox/mcp/run_python_tool.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "sandbox/core/base64.h"
@@ -19,9 +20,11 @@ struct ParsedCall {
   std::optional<std::string> session_id;
 };
 
-Result<ParsedCall> ParseArguments(const json& args) {
-  SANDBOX_RETURN_IF_ERROR(detail::CheckArguments(
-      args, {"code", "timeout_s", "memory_bytes", "output_bytes", "files", "session_id"}));
+Result<ParsedCall> ParseArguments(const json& args, const std::vector<PoolChoice>& pools) {
+  std::vector<std::string_view> known = {"code",         "timeout_s", "memory_bytes",
+                                         "output_bytes", "files",     "session_id"};
+  if (pools.size() > 1) known.emplace_back("pool");
+  SANDBOX_RETURN_IF_ERROR(detail::CheckArguments(args, known));
   ParsedCall call;
   exec::RunRequest& request = call.request;
   auto code = args.find("code");
@@ -68,6 +71,21 @@ Result<ParsedCall> ParseArguments(const json& args) {
     auto id = detail::SessionIdArgument(args);
     if (!id.ok()) return id.error();
     call.session_id = std::move(*id);
+  }
+  if (auto pool = args.find("pool"); pool != args.end()) {
+    const bool known_pool =
+        pool->is_string() && std::any_of(pools.begin(), pools.end(), [&](const PoolChoice& p) {
+          return p.name == pool->get<std::string>();
+        });
+    if (!known_pool) {
+      std::string names;
+      for (const auto& p : pools) names += (names.empty() ? "\"" : ", \"") + p.name + "\"";
+      return Invalid("pool: expected one of " + names);
+    }
+    if (call.session_id) {
+      return Invalid("pool: a session runs in the pool it was created in; omit pool here");
+    }
+    request.pool = pool->get<std::string>();
   }
   return call;
 }
@@ -144,6 +162,18 @@ json RunPythonTool::Definition() const {
              {{"type", "string"}, {"description", "file content, standard base64"}}}}},
           {"required", {"path", "content_base64"}},
           {"additionalProperties", false}}}}}};
+  if (options_.pools.size() > 1) {
+    std::string about = "the pool to run in (default \"" + options_.pools.front().name + "\")";
+    json names = json::array();
+    for (const auto& pool : options_.pools) {
+      names.push_back(pool.name);
+      if (pool.adds.empty()) continue;
+      std::string adds;
+      for (const auto& package : pool.adds) adds += (adds.empty() ? "" : ", ") + package;
+      about += "; \"" + pool.name + "\" also has " + adds;
+    }
+    properties["pool"] = {{"type", "string"}, {"enum", names}, {"description", about}};
+  }
   if (sessions_ != nullptr) {
     properties["session_id"] = {
         {"type", "string"},
@@ -168,7 +198,7 @@ json RunPythonTool::Definition() const {
 }
 
 Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
-  auto call = ParseArguments(arguments);
+  auto call = ParseArguments(arguments, options_.pools);
   if (!call.ok()) return call.error();
   if (call->session_id) {
     if (sessions_ == nullptr) {

@@ -12,6 +12,15 @@ std::string Summary(const json& info) {
     out += "Python " + (py.is_string() ? py.get<std::string>() : py.dump()) + "\n";
   }
   out += "Network: " + info.value("network", std::string("none")) + "\n";
+  // The default pool's distributions by name, to say what other pools' images add.
+  json defaults = json::object();
+  if (auto packages = info.find("packages"); packages != info.end() && packages->is_array()) {
+    for (const auto& entry : *packages) {
+      if (entry.is_object() && entry.contains("name") && entry["name"].is_string()) {
+        defaults[entry["name"].get<std::string>()] = entry.value("version", std::string(""));
+      }
+    }
+  }
   if (info.contains("pools") && info["pools"].is_array()) {
     for (const auto& pool : info["pools"]) {
       out += "Pool " + pool.value("name", std::string("?")) + " (" +
@@ -19,6 +28,32 @@ std::string Summary(const json& info) {
              ")";
       if (pool.contains("limits")) out += ": limits " + pool["limits"].dump();
       if (pool.contains("max_limits")) out += ", request maxima " + pool["max_limits"].dump();
+      // A pool whose image adds packages to the sandbox image says which.
+      if (auto extra = pool.find("extra_packages"); extra != pool.end() && extra->is_object()) {
+        std::string added;
+        for (const char* kind : {"debian", "pip"}) {
+          auto list = extra->find(kind);
+          if (list == extra->end() || !list->is_array()) continue;
+          for (const auto& name : *list) {
+            if (!name.is_string()) continue;
+            added += (added.empty() ? "" : ", ") + name.get<std::string>() + " (" + kind + ")";
+          }
+        }
+        if (!added.empty()) out += "; extra packages: " + added;
+      }
+      // The distributions its image has beyond the default pool's (an image of its own).
+      if (auto installed = pool.find("packages");
+          installed != pool.end() && installed->is_array() && defaults.is_object()) {
+        std::string beyond;
+        for (const auto& entry : *installed) {
+          if (!entry.is_object()) continue;
+          const std::string name = entry.value("name", std::string("?"));
+          const std::string version = entry.value("version", std::string(""));
+          if (defaults.value(name, std::string("\x01")) == version) continue;
+          beyond += (beyond.empty() ? "" : ", ") + name + " " + version;
+        }
+        if (!beyond.empty()) out += "; installed beyond the default pool: " + beyond;
+      }
       out += "\n";
     }
   }

@@ -10,7 +10,7 @@ namespace sandbox::mcp::detail {
 
 using json = nlohmann::json;
 
-Status CheckArguments(const json& args, std::initializer_list<std::string_view> allowed) {
+Status CheckArguments(const json& args, const std::vector<std::string_view>& allowed) {
   for (const auto& [key, value] : args.items()) {
     bool known = false;
     for (auto name : allowed) known = known || key == name;

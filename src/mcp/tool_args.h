@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sandbox/core/result.h"
 
@@ -19,7 +20,11 @@ inline Error Invalid(std::string message) {
 }
 
 // Refuses any argument not in `allowed`: "<key>: unknown argument (expected a, b)".
-Status CheckArguments(const nlohmann::json& args, std::initializer_list<std::string_view> allowed);
+Status CheckArguments(const nlohmann::json& args, const std::vector<std::string_view>& allowed);
+inline Status CheckArguments(const nlohmann::json& args,
+                             std::initializer_list<std::string_view> allowed) {
+  return CheckArguments(args, std::vector<std::string_view>(allowed));
+}
 
 // A required, non-empty string.
 Result<std::string> RequiredString(const nlohmann::json& args, std::string_view key,

@@ -140,6 +140,14 @@ sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
     run_options.output_bytes = pool->limits.output_bytes;
   }
   run_options.sessions = SessionToolOptionsOf(config);
+  // The default pool first: it is the one a call without `pool` runs in.
+  for (const auto& pool : config.pools) {
+    sandbox::mcp::PoolChoice choice{pool.name, pool.packages};
+    choice.adds.insert(choice.adds.end(), pool.pip_packages.begin(), pool.pip_packages.end());
+    auto at =
+        pool.name == config.default_pool ? run_options.pools.begin() : run_options.pools.end();
+    run_options.pools.insert(at, std::move(choice));
+  }
   sandbox::mcp::ToolRegistry tools;
   tools.Add(std::make_unique<sandbox::mcp::RunPythonTool>(service, sessions, run_options));
   tools.Add(std::make_unique<sandbox::mcp::SandboxInfoTool>(service));

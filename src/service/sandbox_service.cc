@@ -11,6 +11,7 @@
 #include "sandbox/core/json.h"
 #include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
+#include "sandbox/service/pool_image.h"
 
 namespace sandbox::service {
 namespace {
@@ -352,11 +353,7 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
   std::unique_ptr<SandboxService> service(
       new SandboxService(config, client, std::move(options), std::move(logger)));
   for (const auto& pc : config.pools) {
-    auto image = client.InspectImage(pc.image);
-    if (!image.ok()) {
-      return image.error().WithContext("pool \"" + pc.name + "\" uses image \"" + pc.image +
-                                       "\" (build it with images/build.sh)");
-    }
+    SANDBOX_RETURN_IF_ERROR(CheckPoolImage(pc, client.InspectImage(pc.image)));
     runner::SandboxSetup setup;
     setup.pool = pc;
     setup.output = config.output;
@@ -528,28 +525,48 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"max_limits", limits_json(pc.max_limits)},
                      {"python", entry.factory->python_version()},
                      {"executables", ExecutablesOf(name)},
+                     // What its image was built with on top of the sandbox image (checked
+                     // against the image's labels at start-up).
+                     {"extra_packages", {{"debian", pc.packages}, {"pip", pc.pip_packages}}},
                      {"idle", stats.idle},
                      {"leased", stats.leased},
                      {"starting", stats.starting},
                      {"max_total", pc.max_total}});
   }
-  info.info["pools"] = pools;
   info.info["default_pool"] = config_.default_pool;
   info.info["network"] = "none";
+  // What is installed, probed once per image (pools sharing an image share the answer): a
+  // pool built with extra packages lists them like the default pool does.
+  for (auto& pool : pools) {
+    const std::string name = pool["name"];
+    auto probed = ProbePackages(name, pool["image"]);
+    if (name == config_.default_pool) {
+      if (!probed.ok()) return probed.error().WithContext("sandbox_info");
+      info.info["python"] = (*probed)["python"];
+      info.info["packages"] = (*probed)["packages"];
+    }
+    if (probed.ok()) {
+      pool["packages"] = (*probed)["packages"];
+    } else {
+      pool["packages_error"] = probed.error().ToString();  // e.g. busy: asked again next time
+    }
+  }
+  info.info["pools"] = std::move(pools);
+  return info;
+}
+
+Result<json> SandboxService::ProbePackages(const std::string& pool, const std::string& image) {
   {
     std::lock_guard lock(info_mu_);
-    if (packages_) {
-      info.info["python"] = (*packages_)["python"];
-      info.info["packages"] = (*packages_)["packages"];
-      return info;
-    }
+    if (auto it = packages_.find(image); it != packages_.end()) return it->second;
   }
   exec::RunRequest probe;
   probe.code = kInfoScript;
+  probe.pool = pool;
   NullObserver observer;
   exec::CancelToken cancel;
   auto result = Run(probe, observer, cancel);
-  if (!result.ok()) return result.error().WithContext("sandbox_info");
+  if (!result.ok()) return result.error();
   if (result->verdict != exec::Verdict::kOk) {
     return Error(ErrorCode::kInternal,
                  "sandbox_info probe failed: " + result->detail + result->stderr_text);
@@ -557,12 +574,8 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   auto probe_json = ParseJson(result->stdout_text);
   if (!probe_json.ok() || !probe_json->is_object())
     return Error(ErrorCode::kInternal, "sandbox_info probe printed no JSON object");
-  json parsed = std::move(probe_json).value();
   std::lock_guard lock(info_mu_);
-  packages_ = parsed;
-  info.info["python"] = parsed["python"];
-  info.info["packages"] = parsed["packages"];
-  return info;
+  return packages_.insert_or_assign(image, std::move(probe_json).value()).first->second;
 }
 
 namespace {

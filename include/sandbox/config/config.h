@@ -68,6 +68,12 @@ struct PoolConfig {
   // path is accepted too. No path may be declared by two pools.
   std::vector<std::string> executables;
   std::string runtime;  // "" = engine default (runc); "runsc" = gVisor
+  // Extra packages the pool's `image` was built with (images/build.sh --tag IMAGE --packages
+  // ... --pip ...): Debian package names and pip requirements. Empty: the image as it is. When
+  // set, `image` must name an image of its own, and start-up refuses the pool unless the
+  // image's labels list exactly these (service/pool_image.h).
+  std::vector<std::string> packages;
+  std::vector<std::string> pip_packages;
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib"};
   bool warm_plot = true;  // draw one figure before forking (warms fonts)
   // Fresh pools (default true there; recycle pools reject it): a container started while

@@ -3,17 +3,19 @@
 // result formatted by FormatRunResult.
 // Arguments: code (string, required), timeout_s (number > 0), memory_bytes and output_bytes
 // (integers > 0; the engine refuses values above the pool's maxima), files ([{path,
-// content_base64}]), session_id (a session of the caller's principal). Unknown arguments are
-// refused. In a session call memory_bytes is refused (a session's memory is fixed at creation);
-// without a SessionService (sessions disabled) session_id is refused with a clear message.
-// SessionService refusals other than invalid input (not found, busy, limits) are results with
-// isError: true and verdict internal, whose text says what to do next.
-// Thread-safety: Call() may run on many threads at once.
+// content_base64}]), session_id (a session of the caller's principal), pool (with several
+// pools: which one runs the code; not with session_id, whose pool is fixed at creation). Unknown
+// arguments are refused. In a session call memory_bytes is refused (a session's memory is fixed at
+// creation); without a SessionService (sessions disabled) session_id is refused with a clear
+// message. SessionService refusals other than invalid input (not found, busy, limits) are results
+// with isError: true and verdict internal, whose text says what to do next. Thread-safety: Call()
+// may run on many threads at once.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
@@ -22,6 +24,12 @@
 #include "sandbox/mcp/tool.h"
 
 namespace sandbox::mcp {
+
+// A pool a call may name in `pool`, and what its image adds to the default one.
+struct PoolChoice {
+  std::string name;
+  std::vector<std::string> adds;  // e.g. {"python3-sklearn"}: its extra packages
+};
 
 // Figures shown in the tool description, so a model knows its limits up front.
 struct RunPythonOptions {
@@ -32,6 +40,9 @@ struct RunPythonOptions {
   RelayOptions relay;
   // Described when the tool has a SessionService.
   SessionToolOptions sessions;
+  // With more than one, the tool takes `pool` (one of these names; the default pool when
+  // omitted) and its description says what each pool adds.
+  std::vector<PoolChoice> pools;
 };
 
 class RunPythonTool final : public Tool {

@@ -163,6 +163,8 @@ class SandboxService final : public exec::ExecutionService {
   // most the pool's max_total + 1 sandboxes.
   Result<pool::Lease> AcquireFor(const PoolEntry& entry, const std::string& principal,
                                  bool verify) const;
+  // The Python version and installed distributions of `image`, by a run in `pool`.
+  Result<nlohmann::json> ProbePackages(const std::string& pool, const std::string& image);
   // A pool's kBusy becomes kUnavailable, naming the engine, when the engine does not answer.
   Error WithEngineState(const Error& error) const;
 
@@ -172,8 +174,9 @@ class SandboxService final : public exec::ExecutionService {
   std::shared_ptr<spdlog::logger> logger_;
   std::map<std::string, PoolEntry> pools_;
   std::mutex info_mu_;
-  std::optional<nlohmann::json> packages_;  // cached after the first successful Info()
-  std::unique_ptr<StartWatch> watch_;       // last: its thread stops first
+  // Each image's probe answer ({python, packages}), cached after its first success.
+  std::map<std::string, nlohmann::json> packages_;
+  std::unique_ptr<StartWatch> watch_;  // last: its thread stops first
 };
 
 }  // namespace sandbox::service

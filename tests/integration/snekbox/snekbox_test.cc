@@ -425,6 +425,20 @@ TEST_F(SnekboxTest, AtMostAHundredFiles) {
   EXPECT_EQ(b["files"][0]["path"], "f000");
 }
 
+// DEVIATION: `input` runs as a cell of the warm interpreter, so argv[0] and the traceback's file
+// are "<cell>" (Snekbox: "-c" and "<string>"), and /tmp is the run's own: what one run leaves
+// there, the next never sees.
+TEST_F(SnekboxTest, InputIsACellWithAPrivateTmp) {
+  EXPECT_EQ(Run("import sys; print(sys.argv)")["stdout"], "['<cell>']\n");
+  EXPECT_THAT(Run("1 / 0")["stdout"].get<std::string>(), HasSubstr("File \"<cell>\", line 1"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(
+        Run("import os\nprint(os.path.exists('/tmp/left'))\nopen('/tmp/left', 'w')")["stdout"],
+        "False\n")
+        << "run " << i;
+  }
+}
+
 // ---- F. executable_path, and python-discord's bot ----
 
 TEST_F(SnekboxTest, ExecutablePathPicksTheInterpreter) {

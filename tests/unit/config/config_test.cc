@@ -71,6 +71,30 @@ TEST(ConfigTest, RefillAfterRunDefaultsByMode) {
   EXPECT_NE(wrong.error().message().find("refill_after_run"), std::string::npos);
 }
 
+// Package lists end up on a shell command line and in image labels: only names images/build.sh
+// accepts pass, and a pool with packages must name an image of its own.
+TEST(ConfigTest, PackagesAreCheckedNamesOnAnImageOfItsOwn) {
+  auto valid = [](const char* pool) {
+    auto cfg = ApplyJson(Config{}, json::parse(std::string(R"({"pools": [)") + pool + "]}"));
+    if (!cfg.ok()) return cfg.error().ToString();
+    Status status = Validate(*cfg);
+    return status.ok() ? std::string("ok") : status.error().ToString();
+  };
+  EXPECT_EQ(valid(R"({"image": "t:ml", "packages": ["python3-sklearn", "libfoo2.1=1.2-3"],
+                      "pip_packages": ["scikit-learn==1.5.2", "xgboost", "pandas[excel]>=2"]})"),
+            "ok");
+  EXPECT_NE(valid(R"({"image": "t:ml", "packages": ["python3-sklearn; rm -rf /"]})")
+                .find("pools[0].packages[0]"),
+            std::string::npos);
+  EXPECT_NE(valid(R"({"image": "t:ml", "pip_packages": ["ok", "--index-url=http://x"]})")
+                .find("pools[0].pip_packages[1]"),
+            std::string::npos);
+  EXPECT_NE(valid(R"({"packages": ["python3-sklearn"]})").find("pools[0].image"),
+            std::string::npos);
+  EXPECT_NE(valid(R"({"image": "t:ml", "packages": "python3-sklearn"})").find("packages"),
+            std::string::npos);
+}
+
 TEST(ConfigTest, ListenBeyondLoopbackRequiresToken) {
   auto cl = Parse({"--listen", "0.0.0.0:9000"});
   ASSERT_TRUE(cl.ok());

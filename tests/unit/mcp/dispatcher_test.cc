@@ -436,5 +436,78 @@ TEST_F(DispatcherTest, SandboxInfoReturnsStructuredAndText) {
             std::string::npos);
 }
 
+// With several pools run_python takes `pool`, lists the names and says what each adds.
+TEST(RunPythonPoolTest, SeveralPoolsMakeAPoolArgument) {
+  FakeService service;
+  RunPythonOptions options;
+  options.pools = {{"default", {}}, {"ml", {"python3-sklearn", "xgboost==2.0"}}};
+  ToolRegistry tools;
+  tools.Add(std::make_unique<RunPythonTool>(service, options));
+  Dispatcher dispatcher(ServerIdentity{}, std::move(tools), testing::NullLogger());
+  Session session;
+  RecordingOutbound out;
+  auto send = [&](const json& message) {
+    auto response = dispatcher.Handle(session, message, out);
+    return response ? *response : json();
+  };
+  ASSERT_TRUE(send(InitializeRequest("2025-11-25")).contains("result"));
+  send(Notification("notifications/initialized"));
+  json pool =
+      send(Request(1, "tools/list"))["result"]["tools"][0]["inputSchema"]["properties"]["pool"];
+  EXPECT_EQ(pool["enum"], json::array({"default", "ml"}));
+  EXPECT_NE(
+      pool["description"].get<std::string>().find("\"ml\" also has python3-sklearn, xgboost==2.0"),
+      std::string::npos)
+      << pool;
+
+  json ok = send(CallRunPython(2, {{"code", "1"}, {"pool", "ml"}}));
+  ASSERT_TRUE(ok.contains("result")) << ok;
+  ASSERT_EQ(service.requests().size(), 1u);
+  EXPECT_EQ(service.requests()[0].pool, "ml");
+  json unknown = send(CallRunPython(3, {{"code", "1"}, {"pool", "gpu"}}));
+  EXPECT_EQ(unknown["error"]["message"], "pool: expected one of \"default\", \"ml\"");
+  EXPECT_EQ(send(CallRunPython(4, {{"code", "1"}, {"pool", 7}}))["error"]["code"],
+            rpc_code::kInvalidParams);
+  EXPECT_EQ(service.requests().size(), 1u);
+}
+
+TEST_F(DispatcherTest, OnePoolMeansNoPoolArgument) {
+  Initialize();
+  json tools = Send(Request(1, "tools/list"))["result"]["tools"];
+  EXPECT_FALSE(tools[0]["inputSchema"]["properties"].contains("pool"));
+  EXPECT_NE(ErrorMessage(Call({{"code", "1"}, {"pool", "default"}})).find("pool"),
+            std::string::npos);
+}
+
+// sandbox_info's text says what a pool's image has beyond the default pool's.
+TEST(SandboxInfoSummaryTest, PoolsSayWhatTheirImagesAdd) {
+  FakeService service;
+  service.SetInfo(
+      {{"python", "3.11.2"},
+       {"packages", {{{"name", "numpy"}, {"version", "1.24.2"}}}},
+       {"pools",
+        {{{"name", "default"}, {"packages", {{{"name", "numpy"}, {"version", "1.24.2"}}}}},
+         {{"name", "ml"},
+          {"extra_packages", {{"debian", {"python3-sklearn"}}, {"pip", json::array()}}},
+          {"packages",
+           {{{"name", "numpy"}, {"version", "1.24.2"}},
+            {{"name", "scikit-learn"}, {"version", "1.2.1"}}}}}}}});
+  Dispatcher dispatcher = testing::MakeDispatcher(service);
+  Session session;
+  RecordingOutbound out;
+  ASSERT_TRUE(dispatcher.Handle(session, InitializeRequest("2025-11-25"), out));
+  dispatcher.Handle(session, Notification("notifications/initialized"), out);
+  auto response = dispatcher.Handle(
+      session, Request(1, "tools/call", {{"name", "sandbox_info"}, {"arguments", json::object()}}),
+      out);
+  ASSERT_TRUE(response.has_value());
+  const std::string text = (*response)["result"]["content"][0]["text"];
+  EXPECT_NE(text.find("Pool ml (?, ?); extra packages: python3-sklearn (debian); installed beyond "
+                      "the default pool: scikit-learn 1.2.1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Pool default (?, ?)\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace sandbox::mcp

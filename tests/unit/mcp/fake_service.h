@@ -71,12 +71,10 @@ class FakeService final : public exec::ExecutionService {
 
   Result<exec::ServiceInfo> Info() override {
     exec::ServiceInfo info;
-    info.info = {{"python", "3.11.2"},
-                 {"packages", {{"numpy", "1.24.2"}}},
-                 {"network", "none"},
-                 {"pools", nlohmann::json::array()}};
+    info.info = info_;
     return info;
   }
+  void SetInfo(nlohmann::json info) { info_ = std::move(info); }
 
   void MarkStarted() {
     std::lock_guard lock(mu_);
@@ -100,6 +98,10 @@ class FakeService final : public exec::ExecutionService {
 
  private:
   Behaviour behaviour_;
+  nlohmann::json info_ = {{"python", "3.11.2"},
+                          {"packages", {{"numpy", "1.24.2"}}},
+                          {"network", "none"},
+                          {"pools", nlohmann::json::array()}};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<exec::RunRequest> requests_;
