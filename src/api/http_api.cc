@@ -13,6 +13,7 @@
 #include "sandbox/api/execute.h"
 #include "sandbox/api/openapi.h"
 #include "sandbox/core/json.h"
+#include "sandbox/core/log_context.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/exec/session_json.h"
 
@@ -446,8 +447,10 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
   StreamState* raw = state.get();
   const int retry_after_s = options_.retry_after_s;
   auto logger = logger_;
-  state->thread = std::thread(
-      [logger, raw, registration, retry_after_s, in_session, run = std::move(run)]() mutable {
+  state->thread =
+      std::thread([logger, raw, registration, retry_after_s, in_session, run = std::move(run),
+                   request_id = std::string(CurrentRequestId())]() mutable {
+        const ScopedRequestId scoped(request_id);  // the run's log lines name its request
         StreamObserver observer(*raw);
         auto result = run(observer, *raw->cancel);
         observer.Flush();

@@ -395,6 +395,7 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   SANDBOX_RETURN_IF_ERROR(r.Read("default_pool", base.default_pool));
   SANDBOX_RETURN_IF_ERROR(r.Read("log_level", base.log_level));
   SANDBOX_RETURN_IF_ERROR(r.Read("log_format", base.log_format));
+  SANDBOX_RETURN_IF_ERROR(r.Read("log_run_code", base.log_run_code));
   SANDBOX_RETURN_IF_ERROR(r.Read("instance_id", base.instance_id));
   SANDBOX_RETURN_IF_ERROR(r.RejectUnknown());
   return base;

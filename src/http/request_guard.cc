@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "http_util.h"
+#include "sandbox/core/log_context.h"
 #include "sandbox/mcp/random_id.h"
 
 namespace sandbox::http {
@@ -157,8 +158,11 @@ std::string RequestIdFor(std::string_view presented) {
 void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) const {
   server.set_pre_routing_handler([this, peer_allowed = std::move(peer_allowed)](
                                      const httplib::Request& req, httplib::Response& res) {
-    // Every answer, refusals included, names its request for the operator's logs.
-    res.set_header("X-Request-Id", RequestIdFor(req.get_header_value("X-Request-Id")));
+    // Every answer, refusals included, names its request, and so does every log line written
+    // while serving it (cleared once the answer is written: ClearRequestIdAfterAnswer).
+    const std::string request_id = RequestIdFor(req.get_header_value("X-Request-Id"));
+    res.set_header("X-Request-Id", request_id);
+    SetRequestId(request_id);
     if (peer_allowed && !peer_allowed(req.remote_addr, req.remote_port)) {
       detail::SendRpcError(res, 403, mcp::rpc_code::kServerError,
                            "Forbidden: this port is the server's internal one; connect to its "

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sandbox/core/log_context.h"
+
 namespace sandbox::logging {
 
 void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
@@ -30,6 +32,9 @@ void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_b
       {"logger", std::string(msg.logger_name.data(), msg.logger_name.size())},
       {"thread", msg.thread_id},
       {"msg", std::string(msg.payload.data(), msg.payload.size())}};
+  if (const std::string_view id = CurrentRequestId(); !id.empty()) {
+    line["request_id"] = std::string(id);
+  }
   const std::string text =
       line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   dest.append(text.data(), text.data() + text.size());

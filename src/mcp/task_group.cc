@@ -3,6 +3,8 @@
 #include <system_error>
 #include <thread>
 
+#include "sandbox/core/log_context.h"
+
 namespace sandbox::mcp {
 
 bool TaskGroup::Spawn(std::function<void()> task) {
@@ -12,7 +14,10 @@ bool TaskGroup::Spawn(std::function<void()> task) {
     ++running_;
   }
   try {
-    std::thread([this, task = std::move(task)]() mutable {
+    // The task works for the request that spawned it: its log lines name that request.
+    std::thread([this, task = std::move(task),
+                 request_id = std::string(CurrentRequestId())]() mutable {
+      const ScopedRequestId scoped(request_id);
       task();
       task = nullptr;  // release what it captured before Wait() can return
       std::lock_guard lock(mu_);

@@ -33,6 +33,7 @@
 #include "sandbox/http/server_setup.h"
 #include "sandbox/http/streamable_http_transport.h"
 #include "sandbox/logging/json_formatter.h"
+#include "sandbox/logging/text_formatter.h"
 #include "sandbox/mcp/conformance_tools.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/run_python_tool.h"
@@ -44,6 +45,7 @@
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
+#include "sandbox/service/audit_log.h"
 #include "sandbox/service/fair_share.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
@@ -232,6 +234,8 @@ int main(int argc, char** argv) {
   logger->set_level(spdlog::level::from_str(config.log_level));
   if (config.log_format == "json") {
     logger->set_formatter(std::make_unique<sandbox::logging::JsonFormatter>());
+  } else {
+    logger->set_formatter(sandbox::logging::MakeTextFormatter());
   }
   if (auto valid = sandbox::config::Validate(config); !valid.ok())
     return Fail(logger, valid.error());
@@ -338,9 +342,18 @@ int main(int argc, char** argv) {
   for (const auto& pc : config.pools) {
     pool_modes[pc.name] = sandbox::config::PoolModeName(pc.mode);
   }
-  sandbox::metrics::MeteredRuns runs(fair_runs, metrics, std::move(pool_modes));
+  sandbox::metrics::MeteredRuns metered_runs(fair_runs, metrics, pool_modes);
   std::optional<sandbox::metrics::MeteredSessions> metered_sessions;
   if (sessions != nullptr) sessions = &metered_sessions.emplace(*sessions, metrics);
+  // One audit line per run, refusals included (the logger "audit", same sinks and format).
+  const sandbox::service::AuditOptions audit_options{std::move(pool_modes), config.default_pool,
+                                                     config.log_run_code};
+  auto audit_logger = logger->clone("audit");
+  sandbox::service::AuditedRuns runs(metered_runs, audit_options, audit_logger);
+  std::optional<sandbox::service::AuditedSessions> audited_sessions;
+  if (sessions != nullptr) {
+    sessions = &audited_sessions.emplace(*sessions, audit_options, audit_logger);
+  }
 
   sandbox::mcp::Dispatcher dispatcher =
       MakeDispatcher(config, runs, sessions, conformance_fixtures, logger);

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/core/log_context.h"
+
 namespace sandbox::server {
 namespace {
 
@@ -157,6 +159,9 @@ void RegisterProbes(httplib::Server& server, const ProbeSources& sources) {
   server.set_logger(
       [metrics = sources.metrics](const httplib::Request& req, const httplib::Response& res) {
         metrics->RecordHttpRequest(metrics::RouteOf(req.path), req.method, res.status);
+        // The answer is written: this worker's next log lines belong to no request (the guard
+        // set the id when the request arrived).
+        SetRequestId({});
       });
 }
 

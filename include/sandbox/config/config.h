@@ -185,6 +185,9 @@ struct Config {
   // "text" (spdlog's default lines) or "json" (one object per line: time, level, logger,
   // thread, msg; logging/json_formatter.h).
   std::string log_format = "text";
+  // Debugging only: the audit line of each run (service/audit_log.h) also carries the code, cut
+  // at 4 KiB. Off by default: code is the users' data.
+  bool log_run_code = false;
   OutputOptions output;
   // Labels every container of this server carries: io.sandbox-mcp.managed=true plus
   // io.sandbox-mcp.instance=<instance_id>, used for crash recovery.

@@ -92,6 +92,9 @@ struct RunResult {
   bool files_truncated = false;
   std::string detail;  // a human-readable reason for non-ok verdicts
   std::string pool;    // the pool that served the run
+  // The sandbox (container id, 12 hex digits) that served it: for the operator's audit log,
+  // never sent to clients.
+  std::string sandbox_id;
   // Sessions only: this run ended the session's interpreter (a limit kill, a signal, os._exit)
   // and the session was restarted empty; `detail` says so. Or, with the run itself fine, the
   // session had been restarted empty since the previous call (its interpreter died while idle):

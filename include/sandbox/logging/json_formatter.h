@@ -1,6 +1,7 @@
 // --log-format json: every log line one JSON object, for log shippers (Loki, Elasticsearch,
 // CloudWatch): {"time":"2026-12-04T01:02:03.456Z","level":"info","logger":"sandbox-mcp",
-// "thread":123,"msg":"..."}. The message is JSON-escaped (invalid UTF-8 replaced), so a run's
+// "thread":123,"msg":"...","request_id":"..."} (request_id only on the lines of a request:
+// core/log_context.h). The message is JSON-escaped (invalid UTF-8 replaced), so a run's
 // text in a log line cannot break the line or forge fields.
 // Thread-safety: spdlog clones a formatter per sink and serialises calls to each.
 #pragma once

@@ -1,6 +1,7 @@
 // TaskGroup: runs requests that take long (tools/call) on their own threads, so the thread that
 // reads a transport stays free for the notifications/cancelled that may stop them. Bounded, and
-// waits for every task before it is destroyed.
+// waits for every task before it is destroyed. A task works for the request that spawned it:
+// it runs with the spawning thread's request id (core/log_context.h), so its log lines name it.
 // Thread-safety: every method may be called from any thread.
 #pragma once
 

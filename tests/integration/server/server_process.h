@@ -3,6 +3,7 @@
 // destructor.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace sandbox::testing {
 
@@ -43,10 +45,18 @@ inline bool WaitFor(const std::function<bool()>& condition, std::chrono::seconds
   return condition();
 }
 
+// How to start the process beyond its configuration.
+struct ProcessOptions {
+  std::string log_level = "warn";
+  std::vector<std::string> extra_args;  // e.g. {"--log-format", "json"}
+  std::string stderr_path;              // the log goes there ("" = the test's own stderr)
+};
+
 class ServerProcess {
  public:
   // `config_json`: the --config file's members after instance_id, e.g. "\"pools\": [...]".
-  ServerProcess(const std::string& instance, int port, const std::string& config_json)
+  ServerProcess(const std::string& instance, int port, const std::string& config_json,
+                const ProcessOptions& options = {})
       : port_(port) {
     config_path_ = ::testing::TempDir() + "/server-" + instance + ".json";
     std::ofstream(config_path_) << R"({"instance_id": ")" << instance << R"(", )" << config_json
@@ -54,10 +64,21 @@ class ServerProcess {
     const char* bin = std::getenv("SANDBOX_MCP_BIN");
     EXPECT_NE(bin, nullptr);
     std::string listen = "127.0.0.1:" + std::to_string(port);
+    std::vector<std::string> args = {
+        bin == nullptr ? "" : bin, "--listen", listen, "--config", config_path_, "--log-level",
+        options.log_level};
+    args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    if (bin == nullptr) return;  // the failure above says why; nothing to start
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::execl(bin, bin, "--listen", listen.c_str(), "--config", config_path_.c_str(), "--log-level",
-              "warn", static_cast<char*>(nullptr));
+      if (!options.stderr_path.empty()) {
+        const int fd = ::open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) ::dup2(fd, STDERR_FILENO);
+      }
+      ::execv(bin, argv.data());
       ::_exit(127);
     }
   }

@@ -8,7 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "sandbox/core/log_context.h"
+#include "sandbox/logging/text_formatter.h"
 
 namespace sandbox::logging {
 namespace {
@@ -42,6 +46,53 @@ TEST(JsonFormatterTest, OneObjectPerLineWithEscapedMessage) {
   EXPECT_EQ(lines[1]["level"], "warning");
   EXPECT_EQ(lines[1]["msg"], "run said \"x\"\n{\"level\":\"critical\"}");
   EXPECT_EQ(lines[2]["msg"], "bad \xef\xbf\xbd utf-8");
+}
+
+// The lines written while a thread serves a request name it; the others do not.
+TEST(JsonFormatterTest, LinesOfARequestCarryItsId) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("sandbox-mcp", sink);
+  logger.set_formatter(std::make_unique<JsonFormatter>());
+  logger.info("before");
+  {
+    const ScopedRequestId scoped("req-42");
+    logger.info("during");
+    std::thread([&] { logger.info("another thread"); }).join();
+  }
+  logger.info("after");
+  auto lines = Lines(out.str());
+  ASSERT_EQ(lines.size(), 4U) << out.str();
+  EXPECT_FALSE(lines[0].contains("request_id"));
+  EXPECT_EQ(lines[1]["request_id"], "req-42");
+  EXPECT_FALSE(lines[2].contains("request_id"));  // a thread of its own serves no request
+  EXPECT_FALSE(lines[3].contains("request_id"));
+}
+
+TEST(TextFormatterTest, TheRequestIdFollowsTheLevel) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("sandbox-mcp", sink);
+  logger.set_formatter(MakeTextFormatter());
+  logger.info("plain");
+  {
+    const ScopedRequestId outer("outer");
+    {
+      const ScopedRequestId inner("3f9c0a1b2c3d4e5f");
+      logger.warn("pool '{}': busy", "default");
+    }
+    logger.info("restored");
+  }
+  std::istringstream in(out.str());
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3U) << out.str();
+  EXPECT_NE(lines[0].find("] [sandbox-mcp] [info] plain"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("] [sandbox-mcp] [warning] [req 3f9c0a1b2c3d4e5f] pool 'default': busy"),
+            std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[2].find("[info] [req outer] restored"), std::string::npos) << lines[2];
+  EXPECT_EQ(CurrentRequestId(), "");
 }
 
 }  // namespace

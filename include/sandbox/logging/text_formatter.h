@@ -1,0 +1,15 @@
+// --log-format text (the default): spdlog's usual line plus the request it belongs to,
+//   [2026-12-05 02:15:07.311] [sandbox-mcp] [info] [req 3f9c0a1b2c3d4e5f] pool 'default': ...
+// The request id (core/log_context.h) is left out of lines that belong to no request.
+// Thread-safety: spdlog clones a formatter per sink and serialises calls to each.
+#pragma once
+
+#include <spdlog/formatter.h>
+
+#include <memory>
+
+namespace sandbox::logging {
+
+std::unique_ptr<spdlog::formatter> MakeTextFormatter();
+
+}  // namespace sandbox::logging
