@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "sandbox/core/base64.h"
 #include "sandbox/mcp/random_id.h"
@@ -93,11 +94,11 @@ Result<ParsedCall> ParseArguments(const json& args, const std::vector<PoolChoice
 }  // namespace
 
 RunPythonTool::RunPythonTool(exec::ExecutionService& service, RunPythonOptions options)
-    : RunPythonTool(service, nullptr, options) {}
+    : RunPythonTool(service, nullptr, std::move(options)) {}
 
 RunPythonTool::RunPythonTool(exec::ExecutionService& service, exec::SessionService* sessions,
                              RunPythonOptions options)
-    : service_(service), sessions_(sessions), options_(options) {}
+    : service_(service), sessions_(sessions), options_(std::move(options)) {}
 
 json RunPythonTool::Definition() const {
   std::string description =
