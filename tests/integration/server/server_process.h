@@ -46,21 +46,34 @@ inline bool WaitFor(const std::function<bool()>& condition, std::chrono::seconds
 class ServerProcess {
  public:
   // `config_json`: the --config file's members after instance_id, e.g. "\"pools\": [...]".
-  ServerProcess(const std::string& instance, int port, const std::string& config_json)
-      : port_(port) {
+  // `log_path`: when set, the server's stderr (its log) goes to that file.
+  ServerProcess(const std::string& instance, int port, const std::string& config_json,
+                const std::string& log_path = "", const std::string& log_level = "warn")
+      : port_(port), instance_(instance) {
     config_path_ = ::testing::TempDir() + "/server-" + instance + ".json";
-    std::ofstream(config_path_) << R"({"instance_id": ")" << instance << R"(", )" << config_json
-                                << "}";
+    WriteConfig(config_json);
     const char* bin = std::getenv("SANDBOX_MCP_BIN");
     EXPECT_NE(bin, nullptr);
     std::string listen = "127.0.0.1:" + std::to_string(port);
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (!log_path.empty()) {
+        FILE* log = std::fopen(log_path.c_str(), "w");
+        if (log != nullptr) ::dup2(::fileno(log), STDERR_FILENO);
+      }
       ::execl(bin, bin, "--listen", listen.c_str(), "--config", config_path_.c_str(), "--log-level",
-              "warn", static_cast<char*>(nullptr));
+              log_level.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
   }
+
+  // Replaces the --config file's members (instance_id stays), e.g. before a SIGHUP.
+  void WriteConfig(const std::string& config_json) const {
+    std::ofstream(config_path_) << R"({"instance_id": ")" << instance_ << R"(", )" << config_json
+                                << "}";
+  }
+  // Replaces the whole --config file, e.g. with one that is not valid.
+  void WriteRawConfig(const std::string& text) const { std::ofstream(config_path_) << text; }
   ~ServerProcess() { Stop(SIGTERM); }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -90,6 +103,7 @@ class ServerProcess {
 
  private:
   int port_;
+  std::string instance_;
   pid_t pid_ = -1;
   std::string config_path_;
 };
