@@ -31,11 +31,20 @@ int AutoscalePolicy::Peak(Clock::time_point now) {
   return peak;
 }
 
-int AutoscalePolicy::Target(Clock::time_point now, int max_total) {
+int AutoscalePolicy::Clamp(int wanted, int max_total) const {
   const int ceiling =
       options_.min_idle_ceiling > 0 ? std::min(options_.min_idle_ceiling, max_total) : max_total;
   const int floor = std::min(options_.min_idle_floor, ceiling);
-  return std::clamp(Peak(now) + options_.headroom, floor, std::max(floor, ceiling));
+  return std::clamp(wanted, floor, std::max(floor, ceiling));
+}
+
+int AutoscalePolicy::Target(Clock::time_point now, int max_total) {
+  return Clamp(Peak(now) + options_.headroom, max_total);
+}
+
+int AutoscalePolicy::GrowTarget(int max_total) const {
+  const int current = samples_.empty() ? 0 : samples_.back().second;
+  return Clamp(current + options_.headroom, max_total);
 }
 
 }  // namespace sandbox::pool

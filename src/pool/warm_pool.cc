@@ -393,6 +393,12 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 
   int DemandLocked() const { return leased_ + static_cast<int>(waiters_.size()); }
 
+  // An autoscaled pool's targets count the sandboxes in use: it keeps target_ sandboxes idle or
+  // lent, so the idle ones it keeps are what demand does not already hold. (Counting idle ones
+  // only, each returned sandbox would be one too many and each lease start one more: a start
+  // and a removal per run.)
+  int AutoscaledIdleLocked() const { return std::max(0, target_ - DemandLocked()); }
+
   // Starts workers up to `count` (never stops any). Called with lifecycle_mu_ held.
   void AddWorkersTo(int count) {
     while (static_cast<int>(workers_.size()) < count) {
@@ -424,7 +430,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     if (target > before) {
       work_cv_.notify_all();
     } else if (!shutdown_) {
-      TrimIdleLocked(lock, target, "the pool's min_idle went down");
+      TrimIdleLocked(lock, autoscaler_ ? AutoscaledIdleLocked() : target,
+                     "the pool's min_idle went down");
     }
   }
 
@@ -529,7 +536,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   bool StartNeededLocked() const {
     const int supply = static_cast<int>(idle_.size()) + starting_ + checking_;
     int idle_target = target_;
-    if (options_.refill_after_run) {
+    if (autoscaler_) {
+      idle_target = std::max(0, autoscaler_->GrowTarget(sizes_.max_total) - DemandLocked());
+    } else if (options_.refill_after_run) {
       idle_target = std::max(std::min(1, target_), target_ - leased_);
     }
     const int demand = idle_target + static_cast<int>(waiters_.size());
@@ -721,7 +730,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       // The autoscaler's peak leaves its window with time alone: look again every tick.
       if (autoscaler_) {
         UpdateTargetLocked(lock);
-        TrimIdleLocked(lock, target_, "autoscaled down");
+        TrimIdleLocked(lock, AutoscaledIdleLocked(), "autoscaled down");
         if (shutdown_) return;
       }
       if (interval.count() == 0) {  // health checks disabled: only ticks and Shutdown wake us

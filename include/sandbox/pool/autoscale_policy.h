@@ -2,11 +2,14 @@
 // class (no threads, no lock, time passed in), so it is tested with a fake clock; the warm pool
 // owns one per autoscaled pool and calls it under its own lock.
 //
-// Demand is leased + waiting sandboxes. The target is the peak demand over the last `window`
-// plus `headroom`, clamped to [min_idle_floor, min_idle_ceiling] and to max_total. So the pool
-// grows the moment demand rises (a lease or a waiter counts at once: the next idle sandbox
-// starts before the next request has to wait) and shrinks only once the peak has left the
-// window.
+// Demand is leased + waiting sandboxes. Two targets, each clamped to [min_idle_floor,
+// min_idle_ceiling] and to max_total, each counting sandboxes idle or lent (the ones in use
+// count, as with refill_after_run, so `headroom` stay idle at the peak):
+//   - Target(): what the pool keeps: the peak demand over the last `window` plus `headroom`.
+//     Sandboxes beyond it are retired, so the pool shrinks only once a peak has left the window.
+//   - GrowTarget(): what the pool starts sandboxes for: the demand now plus `headroom`. It grows
+//     the moment demand rises (a lease or a waiter counts at once: the next idle sandbox starts
+//     before the next request has to wait), but starts nothing for a peak that has passed.
 // Thread-safety: none; the owner serialises calls.
 #pragma once
 
@@ -33,8 +36,10 @@ class AutoscalePolicy {
 
   // The demand (leased + waiting) from `now` on, until the next call.
   void Observe(int demand, Clock::time_point now);
-  // The min_idle to keep at `now`.
+  // The sandboxes (idle or lent) to keep at `now`.
   int Target(Clock::time_point now, int max_total);
+  // The sandboxes (idle or lent) to start up to: the latest demand plus headroom.
+  int GrowTarget(int max_total) const;
   // The highest demand within the window ending at `now` (the current one included).
   int Peak(Clock::time_point now);
 
@@ -42,6 +47,7 @@ class AutoscalePolicy {
 
  private:
   void Prune(Clock::time_point now);
+  int Clamp(int wanted, int max_total) const;
 
   AutoscaleOptions options_;
   // (since, demand) in time order; each holds until the next one begins. Only changes are kept,

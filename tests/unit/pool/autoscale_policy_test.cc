@@ -98,5 +98,19 @@ TEST(AutoscalePolicyTest, PeakIsTheHighestWithinTheWindow) {
   EXPECT_EQ(policy.Peak(clock.Now()), 1);
 }
 
+TEST(AutoscalePolicyTest, GrowsForTheDemandNowButKeepsForThePeak) {
+  testing::FakeClock clock;
+  AutoscalePolicy policy(Options());
+  policy.Observe(5, clock.Now());
+  EXPECT_EQ(policy.GrowTarget(8), 6);
+  clock.Advance(1s);
+  policy.Observe(1, clock.Now());
+  EXPECT_EQ(policy.GrowTarget(8), 2);           // nothing starts for the passed peak ...
+  EXPECT_EQ(policy.Target(clock.Now(), 8), 6);  // ... but what exists is kept for the window
+  EXPECT_EQ(policy.GrowTarget(3), 2);
+  policy.Observe(0, clock.Now());
+  EXPECT_EQ(policy.GrowTarget(8), 1);  // the floor
+}
+
 }  // namespace
 }  // namespace sandbox::pool

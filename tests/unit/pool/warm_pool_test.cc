@@ -928,15 +928,18 @@ TEST_F(WarmPoolTuningTest, AutoscalerGrowsWithDemandAndShrinksAfterTheWindow) {
   auto first = pool.Acquire();
   auto second = pool.Acquire();
   ASSERT_TRUE(first.ok() && second.ok());
-  // Demand 2: target 3, started before any request had to wait.
-  ASSERT_TRUE(WaitForIdle(3));
+  // Demand 2: target 3 (idle + lent), so one idle beyond the two lent: started before any
+  // request had to wait.
+  ASSERT_TRUE(WaitForIdle(1));
   EXPECT_EQ(pool.stats().min_idle_target, 3);
   EXPECT_EQ(pool.stats().autoscale_peak, 2);
+  EXPECT_EQ(factory_.created(), 3);
 
   first->Reset();
   second->Reset();
-  ASSERT_TRUE(WaitForIdle(3));  // back to the target; the window still holds the peak
+  ASSERT_TRUE(WaitForIdle(3));  // returned, and kept: the window still holds the peak
   EXPECT_EQ(pool.stats().min_idle_target, 3);
+  EXPECT_EQ(factory_.created(), 3);  // no churn: nothing retired, nothing started
 
   clock_.Advance(11s);  // the peak has left the window
   ASSERT_TRUE(WaitForIdle(1));
