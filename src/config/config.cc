@@ -141,6 +141,17 @@ Status ApplyLimits(const json& doc, const std::string& path, Limits& limits) {
   return r.RejectUnknown();
 }
 
+Status ApplyAutoscale(const json& doc, const std::string& path, AutoscaleConfig& autoscale) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("enabled", autoscale.enabled));
+  SANDBOX_RETURN_IF_ERROR(r.Read("min_idle_floor", autoscale.min_idle_floor));
+  SANDBOX_RETURN_IF_ERROR(r.Read("min_idle_ceiling", autoscale.min_idle_ceiling));
+  SANDBOX_RETURN_IF_ERROR(r.Read("headroom", autoscale.headroom));
+  SANDBOX_RETURN_IF_ERROR(r.Read("window_s", autoscale.window));
+  return r.RejectUnknown();
+}
+
 Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   ObjectReader r(doc, path);
   SANDBOX_RETURN_IF_ERROR(r.Check());
@@ -179,6 +190,9 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("max_limits", [&](const json& v, const std::string& p) {
     return ApplyLimits(v, p, pool.max_limits);
   }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("autoscale", [&](const json& v, const std::string& p) {
+    return ApplyAutoscale(v, p, pool.autoscale);
+  }));
   return r.RejectUnknown();
 }
 
@@ -201,6 +215,7 @@ Status ApplyServer(const json& doc, const std::string& path, ServerConfig& serve
   }
   SANDBOX_RETURN_IF_ERROR(r.Read("token", server.token));
   SANDBOX_RETURN_IF_ERROR(r.Read("tokens", server.tokens));
+  SANDBOX_RETURN_IF_ERROR(r.Read("admin_tokens", server.admin_tokens));
   SANDBOX_RETURN_IF_ERROR(r.Read("http_threads", server.http_threads));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_streams", server.max_streams));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_mcp_sessions", server.max_mcp_sessions));
@@ -332,6 +347,14 @@ Status CheckPackages(const PoolConfig& p, const std::string& path) {
 }
 
 }  // namespace
+
+Status ApplyLimitsJson(const json& doc, const std::string& path, Limits& out) {
+  return ApplyLimits(doc, path, out);
+}
+
+Status ApplyAutoscaleJson(const json& doc, const std::string& path, AutoscaleConfig& out) {
+  return ApplyAutoscale(doc, path, out);
+}
 
 std::string_view PoolModeName(PoolMode mode) {
   return mode == PoolMode::kRecycle ? "recycle" : "fresh";
@@ -512,6 +535,25 @@ Status Validate(const Config& config) {
       return Invalid("server.tokens." + name, "must be at least 16 characters");
     if (token == s.token) return Invalid("server.tokens." + name, "repeats server.token");
   }
+  for (const auto& [name, token] : s.admin_tokens) {
+    const std::string field = "server.admin_tokens." + name;
+    if (name.empty() || name.size() > 64) {
+      return Invalid("server.admin_tokens", "token names must be 1-64 characters");
+    }
+    if (token.size() < 16) return Invalid(field, "must be at least 16 characters");
+    // A run token must never open the admin API, nor an admin token the run routes.
+    if (token == s.token) return Invalid(field, "equals server.token (a run token)");
+    for (const auto& [run_name, run_token] : s.tokens) {
+      if (token == run_token) {
+        return Invalid(field, "equals server.tokens." + run_name + " (a run token)");
+      }
+    }
+    for (const auto& [other, other_token] : s.admin_tokens) {
+      if (other < name && other_token == token) {
+        return Invalid(field, "repeats server.admin_tokens." + other);
+      }
+    }
+  }
   if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");
   // Each slot costs a thread for the server's life.
   if (s.max_streams < 1 || s.max_streams > 4096) {
@@ -624,11 +666,7 @@ Status Validate(const Config& config) {
       }
     }
     SANDBOX_RETURN_IF_ERROR(CheckPackages(p, path));
-    if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
-    if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
-    if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");
-    if (p.max_concurrent_starts < 1)
-      return Invalid(path + ".max_concurrent_starts", "must be at least 1");
+    SANDBOX_RETURN_IF_ERROR(ValidatePoolSizes(p, path));
     if (p.acquire_timeout.count() <= 0)
       return Invalid(path + ".acquire_timeout_ms", "must be positive");
     if (p.max_age.count() <= 0) return Invalid(path + ".max_age_s", "must be positive");
@@ -640,12 +678,47 @@ Status Validate(const Config& config) {
     if (p.zygote_memory_bytes < (64LL << 20)) {
       return Invalid(path + ".zygote_memory_bytes", "must be at least 64 MiB");
     }
-    SANDBOX_RETURN_IF_ERROR(CheckLimits(p.limits, path + ".limits"));
     SANDBOX_RETURN_IF_ERROR(CheckLimits(p.max_limits, path + ".max_limits"));
-    SANDBOX_RETURN_IF_ERROR(CheckWithin(p.limits, p.max_limits, path));
+    SANDBOX_RETURN_IF_ERROR(ValidatePoolLimits(p.limits, p.max_limits, path));
   }
   if (FindPool(config, config.default_pool) == nullptr) {
     return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");
+  }
+  return OkStatus();
+}
+
+Status ValidatePoolSizes(const PoolConfig& p, const std::string& path) {
+  if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
+  if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
+  if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");
+  if (p.max_concurrent_starts < 1)
+    return Invalid(path + ".max_concurrent_starts", "must be at least 1");
+  return ValidateAutoscale(p.autoscale, p.max_total, path);
+}
+
+Status ValidatePoolLimits(const Limits& limits, const Limits& max_limits, const std::string& path) {
+  SANDBOX_RETURN_IF_ERROR(CheckLimits(limits, path + ".limits"));
+  return CheckWithin(limits, max_limits, path);
+}
+
+Status ValidateAutoscale(const AutoscaleConfig& a, int max_total, const std::string& path) {
+  const std::string at = path + ".autoscale";
+  if (a.min_idle_floor < 0) return Invalid(at + ".min_idle_floor", "must not be negative");
+  if (a.min_idle_ceiling < 0) {
+    return Invalid(at + ".min_idle_ceiling", "must not be negative (0: max_total)");
+  }
+  if (a.min_idle_ceiling > max_total) {
+    return Invalid(at + ".min_idle_ceiling", "must not exceed max_total");
+  }
+  const int ceiling = a.min_idle_ceiling == 0 ? max_total : a.min_idle_ceiling;
+  if (a.min_idle_floor > ceiling) {
+    return Invalid(at + ".min_idle_floor", "must not exceed min_idle_ceiling (or max_total)");
+  }
+  if (a.headroom < 0 || a.headroom > max_total) {
+    return Invalid(at + ".headroom", "must be 0 to max_total");
+  }
+  if (a.window.count() < 1 || a.window.count() > 86400) {
+    return Invalid(at + ".window_s", "must be 1-86400");
   }
   return OkStatus();
 }

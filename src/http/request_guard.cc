@@ -70,11 +70,66 @@ bool IsLoopbackName(std::string_view host) {
   return host == "localhost" || host == "::1" || IsIpv4Loopback(host);
 }
 
-RequestGuard::RequestGuard(GuardOptions options) : options_(std::move(options)) {
-  if (!options_.token.empty()) named_.emplace_back(kDefaultPrincipal, options_.token);
-  for (const auto& [name, token] : options_.tokens) {
-    if (!token.empty()) named_.emplace_back(name, token);
+namespace {
+
+// The name of the token `authorization` carries among `named`; "" for none.
+std::string MatchBearer(std::string_view authorization,
+                        const std::vector<std::pair<std::string, std::string>>& named) {
+  authorization = detail::Trim(authorization);
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() < kScheme.size() ||
+      detail::Lower(authorization.substr(0, kScheme.size())) != kScheme) {
+    return {};
   }
+  const std::string_view presented = detail::Trim(authorization.substr(kScheme.size()));
+  // Every token is compared, matched or not, so timing does not tell which one matched.
+  std::string found;
+  for (const auto& [name, token] : named) {
+    if (ConstantTimeEquals(presented, token) && found.empty()) found = name;
+  }
+  return found;
+}
+
+}  // namespace
+
+bool IsAdminPath(std::string_view path) {
+  return path == kAdminPrefix ||
+         (path.starts_with(kAdminPrefix) && path.size() > kAdminPrefix.size() &&
+          path[kAdminPrefix.size()] == '/');
+}
+
+RequestGuard::RequestGuard(GuardOptions options) : options_(std::move(options)) {
+  SetTokens(options_.token, options_.tokens, options_.admin_tokens);
+}
+
+void RequestGuard::SetTokens(const std::string& token,
+                             const std::map<std::string, std::string>& tokens,
+                             const std::map<std::string, std::string>& admin_tokens) {
+  auto next = std::make_shared<Tokens>();
+  if (!token.empty()) next->run.emplace_back(kDefaultPrincipal, token);
+  for (const auto& [name, value] : tokens) {
+    if (!value.empty()) next->run.emplace_back(name, value);
+  }
+  for (const auto& [name, value] : admin_tokens) {
+    if (!value.empty()) next->admin.emplace_back(name, value);
+  }
+  std::lock_guard lock(tokens_mu_);
+  tokens_ = std::move(next);
+}
+
+std::shared_ptr<const RequestGuard::Tokens> RequestGuard::tokens() const {
+  std::lock_guard lock(tokens_mu_);
+  return tokens_;
+}
+
+bool RequestGuard::authenticates() const { return !tokens()->run.empty(); }
+
+bool RequestGuard::admin_enabled() const { return !tokens()->admin.empty(); }
+
+std::string RequestGuard::AdminPrincipal(std::string_view authorization) const {
+  const auto current = tokens();
+  if (current->admin.empty()) return {};
+  return MatchBearer(authorization, current->admin);
 }
 
 bool RequestGuard::HostAllowed(std::string_view host) const {
@@ -105,20 +160,9 @@ bool RequestGuard::OriginAllowed(std::string_view origin) const {
 }
 
 std::string RequestGuard::Principal(std::string_view authorization) const {
-  if (named_.empty()) return std::string(kLocalPrincipal);
-  authorization = detail::Trim(authorization);
-  constexpr std::string_view kScheme = "bearer ";
-  if (authorization.size() < kScheme.size() ||
-      detail::Lower(authorization.substr(0, kScheme.size())) != kScheme) {
-    return {};
-  }
-  const std::string_view presented = detail::Trim(authorization.substr(kScheme.size()));
-  // Every token is compared, matched or not, so timing does not tell which one matched.
-  std::string found;
-  for (const auto& [name, token] : named_) {
-    if (ConstantTimeEquals(presented, token) && found.empty()) found = name;
-  }
-  return found;
+  const auto current = tokens();
+  if (current->run.empty()) return std::string(kLocalPrincipal);
+  return MatchBearer(authorization, current->run);
 }
 
 PrincipalResolver RequestGuard::Resolver() const {
@@ -140,7 +184,20 @@ std::optional<Rejection> RequestGuard::Check(std::string_view path, std::string_
   if (has_origin && !OriginAllowed(origin)) {
     return Rejection{403, "Forbidden: Origin not allowed; add it to server.allowed_origins"};
   }
-  if (!named_.empty() && Principal(authorization).empty()) {
+  if (IsAdminPath(path)) {
+    if (!admin_enabled()) {
+      return Rejection{404,
+                       "Not Found: the admin API is disabled; configure server.admin_tokens to "
+                       "enable it"};
+    }
+    if (AdminPrincipal(authorization).empty()) {
+      return Rejection{401,
+                       "Unauthorized: the admin API needs Authorization: Bearer <admin token> "
+                       "(server.admin_tokens); run tokens are not accepted here"};
+    }
+    return std::nullopt;
+  }
+  if (authenticates() && Principal(authorization).empty()) {
     return Rejection{401, "Unauthorized: send Authorization: Bearer <token>"};
   }
   return std::nullopt;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <sstream>
 #include <utility>
 
@@ -144,12 +145,34 @@ struct Metrics::Impl {
           .Name("sandbox_http_requests_total")
           .Help("HTTP requests answered, by route template, method and status")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& admin_changes =
+      BuildCounter()
+          .Name("sandbox_admin_changes_total")
+          .Help("Live changes of pool settings, by pool, field and source (api or reload)")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& config_reloads =
+      BuildCounter()
+          .Name("sandbox_config_reloads_total")
+          .Help("Configuration reloads (SIGHUP), by result (applied or rejected)")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& build_info =
       BuildGauge()
           .Name("sandbox_build_info")
           .Help("Always 1; the server's version in a label")
           .Register(*registry);
 };
+
+namespace {
+
+// What the admin change and reload labels may hold: anything else is "other".
+std::string Bounded(std::string_view value, std::initializer_list<std::string_view> allowed) {
+  for (auto a : allowed) {
+    if (value == a) return std::string(value);
+  }
+  return "other";
+}
+
+}  // namespace
 
 Metrics::Metrics(MetricsOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->build_info.Add({{"version", options.version}}).Set(1);
@@ -205,6 +228,20 @@ void Metrics::RecordEngineCall(std::string_view operation, long status,
   impl_->engine_seconds.Add({{"operation", op}}, EngineBuckets()).Observe(Seconds(took));
 }
 
+void Metrics::RecordAdminChange(std::string_view pool, std::string_view field,
+                                std::string_view source) {
+  impl_->admin_changes
+      .Add({{"pool", std::string(pool)},
+            {"field", Bounded(field, {"min_idle", "max_total", "max_concurrent_starts", "limits",
+                                      "autoscale", "drain"})},
+            {"source", Bounded(source, {"api", "reload"})}})
+      .Increment();
+}
+
+void Metrics::RecordConfigReload(std::string_view result) {
+  impl_->config_reloads.Add({{"result", Bounded(result, {"applied", "rejected"})}}).Increment();
+}
+
 void Metrics::RecordHttpRequest(std::string_view route, std::string_view method, int status) {
   // A client picks the method token: only the standard ones get a label value of their own.
   static constexpr std::array<std::string_view, 7> kMethods = {"GET",  "POST",    "PUT",  "DELETE",
@@ -224,6 +261,15 @@ std::string Metrics::Render(const Snapshot& now) const {
   Polled waiting("sandbox_pool_waiting_requests", "Runs waiting for a sandbox of the pool",
                  MetricType::Gauge);
   Polled capacity("sandbox_pool_max_sandboxes", "The pool's max_total", MetricType::Gauge);
+  Polled min_idle("sandbox_pool_min_idle", "The pool's min_idle as set", MetricType::Gauge);
+  Polled target("sandbox_pool_min_idle_target",
+                "The min_idle in effect: as set, or the autoscaler's target", MetricType::Gauge);
+  Polled max_starts("sandbox_pool_max_concurrent_starts", "The pool's max_concurrent_starts",
+                    MetricType::Gauge);
+  Polled autoscaled("sandbox_pool_autoscaled", "1 when the autoscaler sets min_idle",
+                    MetricType::Gauge);
+  Polled draining("sandbox_pool_drain_remaining",
+                  "Sandboxes the pool's latest drain still has to replace", MetricType::Gauge);
   Polled starts("sandbox_pool_container_starts_total",
                 "Sandbox container starts, by pool and result", MetricType::Counter);
   Polled destroyed("sandbox_pool_containers_destroyed_total", "Sandbox containers removed",
@@ -243,6 +289,11 @@ std::string Metrics::Render(const Snapshot& now) const {
     }
     waiting.Add({{"pool", pool.name}}, pool.waiting);
     capacity.Add({{"pool", pool.name}}, pool.max_total);
+    min_idle.Add({{"pool", pool.name}}, pool.min_idle);
+    target.Add({{"pool", pool.name}}, pool.min_idle_target);
+    max_starts.Add({{"pool", pool.name}}, pool.max_concurrent_starts);
+    autoscaled.Add({{"pool", pool.name}}, pool.autoscaled ? 1 : 0);
+    draining.Add({{"pool", pool.name}}, pool.drain_remaining);
     starts.Add({{"pool", pool.name}, {"result", "ok"}}, static_cast<double>(pool.created_total));
     starts.Add({{"pool", pool.name}, {"result", "failed"}},
                static_cast<double>(pool.start_failures_total));
@@ -250,7 +301,8 @@ std::string Metrics::Render(const Snapshot& now) const {
     timeouts.Add({{"pool", pool.name}}, static_cast<double>(pool.acquire_timeouts_total));
     unhealthy.Add({{"pool", pool.name}}, static_cast<double>(pool.health_check_failures_total));
   }
-  for (Polled* p : {&sandboxes, &waiting, &capacity, &starts, &destroyed, &timeouts, &unhealthy}) {
+  for (Polled* p : {&sandboxes, &waiting, &capacity, &min_idle, &target, &max_starts, &autoscaled,
+                    &draining, &starts, &destroyed, &timeouts, &unhealthy}) {
     families.push_back(p->Take());
   }
   if (now.sessions) {
@@ -314,11 +366,19 @@ std::string Metrics::Render(const Snapshot& now) const {
 }
 
 std::string RouteOf(std::string_view path) {
-  static constexpr std::array<std::string_view, 11> kExact = {
-      "/mcp",     "/sse",    "/messages", "/eval", "/v1/execute", "/v1/sessions", "/openapi.json",
-      "/healthz", "/readyz", "/metrics",  "/"};
+  static constexpr std::array<std::string_view, 12> kExact = {
+      "/mcp",          "/sse",     "/messages", "/eval",    "/v1/execute", "/v1/sessions",
+      "/openapi.json", "/healthz", "/readyz",   "/metrics", "/",           "/admin/pools"};
   for (auto route : kExact) {
     if (path == route) return std::string(route);
+  }
+  constexpr std::string_view kAdminPools = "/admin/pools/";
+  if (path.starts_with(kAdminPools)) {
+    std::string_view rest = path.substr(kAdminPools.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return rest.empty() ? "other" : "/admin/pools/{name}";
+    if (slash > 0 && rest.substr(slash) == "/drain") return "/admin/pools/{name}/drain";
+    return "other";
   }
   constexpr std::string_view kSessions = "/v1/sessions/";
   if (path.starts_with(kSessions)) {

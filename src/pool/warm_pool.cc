@@ -30,6 +30,11 @@ PoolOptions PoolOptionsFromConfig(const config::PoolConfig& config) {
   options.acquire_timeout = config.acquire_timeout;
   options.max_age = config.max_age;
   options.max_runs = config.max_runs;
+  options.autoscale.enabled = config.autoscale.enabled;
+  options.autoscale.min_idle_floor = config.autoscale.min_idle_floor;
+  options.autoscale.min_idle_ceiling = config.autoscale.min_idle_ceiling;
+  options.autoscale.headroom = config.autoscale.headroom;
+  options.autoscale.window = config.autoscale.window;
   return options;
 }
 
@@ -58,8 +63,16 @@ PoolOptions Clamped(PoolOptions options) {
   options.acquire_timeout = std::max(options.acquire_timeout, milliseconds{0});
   options.health_check_interval = std::max(options.health_check_interval, milliseconds{0});
   options.start_backoff_max = std::max(options.start_backoff_max, options.start_backoff_initial);
+  options.autoscale_tick = std::max(options.autoscale_tick, milliseconds{1});
   if (!options.clock) options.clock = [] { return Clock::now(); };
   return options;
+}
+
+PoolSizes ClampedSizes(PoolSizes sizes) {
+  sizes.max_total = std::max(sizes.max_total, 1);
+  sizes.min_idle = std::clamp(sizes.min_idle, 0, sizes.max_total);
+  sizes.max_concurrent_starts = std::max(sizes.max_concurrent_starts, 1);
+  return sizes;
 }
 
 std::shared_ptr<spdlog::logger> OrNullLogger(std::shared_ptr<spdlog::logger> logger) {
@@ -76,7 +89,14 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   PoolCore(PoolOptions options, SandboxFactory& factory, std::shared_ptr<spdlog::logger> logger)
       : options_(Clamped(std::move(options))),
         factory_(factory),
-        logger_(OrNullLogger(std::move(logger))) {}
+        logger_(OrNullLogger(std::move(logger))),
+        sizes_{options_.min_idle, options_.max_total, options_.max_concurrent_starts},
+        target_(options_.min_idle) {
+    if (options_.autoscale.enabled) {
+      autoscaler_.emplace(options_.autoscale);
+      target_ = autoscaler_->Target(options_.clock(), sizes_.max_total);
+    }
+  }
 
   ~PoolCore() { Shutdown(); }
 
@@ -90,14 +110,90 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       started_ = true;
       reaper_accepting_ = true;
     }
-    logger_->info("pool '{}': starting ({} mode, min_idle {}, max_total {}, {} start workers)",
-                  options_.name, config::PoolModeName(options_.mode), options_.min_idle,
-                  options_.max_total, options_.max_concurrent_starts);
+    const PoolSizes sizes = this->sizes();
+    logger_->info("pool '{}': starting ({} mode, min_idle {}{}, max_total {}, {} start workers)",
+                  options_.name, config::PoolModeName(options_.mode), sizes.min_idle,
+                  options_.autoscale.enabled ? " (autoscaled)" : "", sizes.max_total,
+                  sizes.max_concurrent_starts);
     reaper_ = std::thread([this] { ReaperLoop(); });
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
-    for (int i = 0; i < options_.max_concurrent_starts; ++i) {
-      workers_.emplace_back([this] { WorkerLoop(); });
+    AddWorkersTo(sizes.max_concurrent_starts);
+  }
+
+  PoolSizes sizes() const {
+    std::lock_guard lock(mu_);
+    return sizes_;
+  }
+
+  PoolSizes Resize(PoolSizes sizes) {
+    sizes = ClampedSizes(sizes);
+    std::lock_guard lifecycle(lifecycle_mu_);
+    PoolSizes before;
+    bool running = false;
+    {
+      std::unique_lock lock(mu_);
+      before = sizes_;
+      sizes_ = sizes;
+      running = started_ && !shutdown_;
+      work_cv_.notify_all();
+      if (running) {
+        UpdateTargetLocked(lock);
+        TrimOverMaxTotalLocked(lock);
+      } else {
+        target_ =
+            autoscaler_ ? autoscaler_->Target(options_.clock(), sizes_.max_total) : sizes_.min_idle;
+      }
     }
+    // Workers only ever get added: a lower max_concurrent_starts holds the extra ones idle.
+    if (running) AddWorkersTo(sizes.max_concurrent_starts);
+    logger_->debug(
+        "pool '{}': resized: min_idle {} -> {}, max_total {} -> {}, max_concurrent_starts {} -> "
+        "{}",
+        options_.name, before.min_idle, sizes.min_idle, before.max_total, sizes.max_total,
+        before.max_concurrent_starts, sizes.max_concurrent_starts);
+    return before;
+  }
+
+  AutoscaleOptions SetAutoscale(AutoscaleOptions options) {
+    std::unique_lock lock(mu_);
+    AutoscaleOptions before = autoscaler_ ? autoscaler_->options() : AutoscaleOptions{};
+    if (options.enabled) {
+      autoscaler_.emplace(options);
+      autoscaler_->Observe(DemandLocked(), options_.clock());
+    } else {
+      autoscaler_.reset();
+    }
+    maintenance_cv_.notify_all();  // the tick starts or stops
+    work_cv_.notify_all();
+    if (started_ && !shutdown_) {
+      UpdateTargetLocked(lock);
+    } else {
+      target_ =
+          autoscaler_ ? autoscaler_->Target(options_.clock(), sizes_.max_total) : sizes_.min_idle;
+    }
+    return before;
+  }
+
+  AutoscaleOptions autoscale() const {
+    std::lock_guard lock(mu_);
+    return autoscaler_ ? autoscaler_->options() : AutoscaleOptions{};
+  }
+
+  DrainProgress Drain() {
+    std::unique_lock lock(mu_);
+    ++drains_total_;
+    drain_generation_ = ++generation_;
+    drain_to_replace_ = static_cast<int>(idle_.size()) + leased_ + starting_ + checking_;
+    drain_replaced_ = 0;
+    logger_->info("pool '{}': draining {} sandboxes ({} idle, retired now; {} leased, {} starting)",
+                  options_.name, drain_to_replace_, idle_.size(), leased_, starting_);
+    while (!idle_.empty() && !shutdown_) {
+      IdleEntry entry = std::move(idle_.front());
+      idle_.pop_front();
+      Dispose(lock, std::move(entry.sandbox), entry.generation);
+    }
+    work_cv_.notify_all();
+    return DrainLocked();
   }
 
   void Shutdown() {
@@ -124,8 +220,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       std::unique_lock lock(mu_);
       while (!idle_.empty()) {
         auto sandbox = std::move(idle_.back().sandbox);
+        const std::uint64_t generation = idle_.back().generation;
         idle_.pop_back();
-        Dispose(lock, std::move(sandbox));
+        Dispose(lock, std::move(sandbox), generation);
       }
       // From here on, released leases are destroyed by the releasing thread.
       reaper_accepting_ = false;
@@ -151,7 +248,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       ++leased_by_[principal];
       ++acquired_total_;
       work_cv_.notify_all();  // idle dropped: a worker may need to refill to min_idle
-      return Lease(shared_from_this(), std::move(entry->sandbox), principal);
+      UpdateTargetLocked(lock);
+      return Lease(shared_from_this(), std::move(entry->sandbox), principal, entry->generation);
     }
     if (shutdown_) return Unavailable("is shut down");
 
@@ -162,16 +260,19 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     waiters_.push_back(&me);
     last_wait_began_ = Clock::now();
     work_cv_.notify_all();  // demand rose: a worker may start one
+    UpdateTargetLocked(lock);
     while (!me.sandbox && !me.shut_down) {
       if (me.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
     }
     if (me.sandbox) {
-      return Lease(shared_from_this(), std::move(me.sandbox), principal);  // counted leased
+      // Counted leased.
+      return Lease(shared_from_this(), std::move(me.sandbox), principal, me.generation);
     }
     if (me.shut_down) return Unavailable("was shut down while waiting");
     std::erase(waiters_, &me);
     ++acquire_timeouts_total_;
     work_cv_.notify_all();  // demand fell
+    UpdateTargetLocked(lock);
 
     if (start_failures_total_ != failures_before && last_start_error_) {
       const Error& cause = *last_start_error_;
@@ -183,7 +284,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     }
     std::string message = "pool '" + options_.name + "' has no free sandbox within " +
                           std::to_string(wait.count()) + " ms (max_total " +
-                          std::to_string(options_.max_total) + ": " + std::to_string(leased_) +
+                          std::to_string(sizes_.max_total) + ": " + std::to_string(leased_) +
                           " leased, " + std::to_string(starting_) + " starting, " +
                           std::to_string(destroying_) + " being destroyed)";
     if (last_start_error_ && consecutive_start_failures_ > 0) {
@@ -193,14 +294,15 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   }
 
   // The end of a lease. Runs on the releasing thread; never destroys under the lock.
-  void Release(std::unique_ptr<PooledSandbox> sandbox, bool discarded,
-               const std::string& principal) noexcept {
+  void Release(std::unique_ptr<PooledSandbox> sandbox, bool discarded, const std::string& principal,
+               std::uint64_t generation) noexcept {
     // The sandbox is the releaser's alone until it is handed over, so ask it without the lock.
     const std::string reason = RetireReason(*sandbox, discarded);
-    IdleEntry entry{std::move(sandbox), {}, {}, {}};
+    IdleEntry entry{std::move(sandbox), {}, {}, {}, generation, false};
+    entry.name = entry.sandbox->Name();
     if (reason.empty()) {
       entry.created_at = entry.sandbox->CreatedAt();
-      entry.name = entry.sandbox->Name();
+      entry.lean = entry.sandbox->Lean();
     } else {
       logger_->debug("pool '{}': destroying sandbox {}: {}", options_.name, entry.sandbox->Name(),
                      reason);
@@ -211,17 +313,31 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       leased_by_.erase(it);
     }
     work_cv_.notify_all();  // capacity or idle changed
-    if (!reason.empty() || shutdown_) {
-      Dispose(lock, std::move(entry.sandbox));
+    // Retired for the pool's sake rather than its own: a drain, or a max_total lowered below
+    // what is out.
+    const bool drained = generation < drain_generation_;
+    const bool over_max = KeptLocked() + 1 > sizes_.max_total;
+    if (reason.empty() && (drained || over_max)) {
+      logger_->debug("pool '{}': destroying sandbox {}: {}", options_.name, entry.name,
+                     drained ? "drained" : "the pool is over max_total");
+    }
+    if (!reason.empty() || shutdown_ || drained || over_max) {
+      Dispose(lock, std::move(entry.sandbox), generation);
     } else {
       entry.last_checked = Clock::now();
       Deliver(std::move(entry), /*hot=*/true);
     }
+    if (!shutdown_) UpdateTargetLocked(lock);
   }
 
   PoolStats Stats() const {
     std::lock_guard lock(mu_);
     PoolStats stats;
+    stats.sizes = sizes_;
+    stats.min_idle_target = target_;
+    stats.autoscaled = autoscaler_.has_value();
+    stats.autoscale_peak = autoscale_peak_;
+    stats.drain = DrainLocked();
     stats.idle = static_cast<int>(idle_.size());
     stats.leased = leased_;
     stats.starting = starting_;
@@ -250,6 +366,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     Clock::time_point created_at;    // cached so no virtual call happens under the lock
     Clock::time_point last_checked;  // real steady time of the last health check or return
     std::string name;
+    std::uint64_t generation = 0;  // generation_ when its start began (drains)
+    bool lean = false;             // PooledSandbox::Lean(), cached
   };
 
   // One blocked Acquire(); lives on its stack, linked in waiters_ while waiting.
@@ -258,6 +376,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     std::unique_ptr<PooledSandbox> sandbox;  // set by the handing-over thread
     bool shut_down = false;
     const std::string* principal = nullptr;  // whom it waits for (the Acquire's argument)
+    std::uint64_t generation = 0;            // the handed sandbox's
   };
 
   Error Unavailable(const std::string& what) const {
@@ -266,6 +385,75 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 
   bool TooOld(Clock::time_point created_at, Clock::time_point now) const {
     return options_.max_age.count() > 0 && now - created_at >= options_.max_age;
+  }
+
+  DrainProgress DrainLocked() const {
+    return DrainProgress{drains_total_, drain_to_replace_, drain_replaced_};
+  }
+
+  int DemandLocked() const { return leased_ + static_cast<int>(waiters_.size()); }
+
+  // An autoscaled pool's targets count the sandboxes in use: it keeps target_ sandboxes idle or
+  // lent, so the idle ones it keeps are what demand does not already hold. (Counting idle ones
+  // only, each returned sandbox would be one too many and each lease start one more: a start
+  // and a removal per run.)
+  int AutoscaledIdleLocked() const { return std::max(0, target_ - DemandLocked()); }
+
+  // Starts workers up to `count` (never stops any). Called with lifecycle_mu_ held.
+  void AddWorkersTo(int count) {
+    while (static_cast<int>(workers_.size()) < count) {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    }
+  }
+
+  // Re-evaluates the min_idle in effect (the autoscaler's target, else sizes_.min_idle) after
+  // demand or settings changed: a rise wakes the start workers, a fall retires idle sandboxes
+  // beyond the new target.
+  void UpdateTargetLocked(std::unique_lock<std::mutex>& lock) {
+    int target = sizes_.min_idle;
+    if (autoscaler_) {
+      const auto now = options_.clock();
+      autoscaler_->Observe(DemandLocked(), now);
+      autoscale_peak_ = autoscaler_->Peak(now);
+      target = autoscaler_->Target(now, sizes_.max_total);
+    } else {
+      autoscale_peak_ = 0;
+    }
+    const int before = target_;
+    target_ = target;
+    if (target == before) return;
+    if (autoscaler_) {
+      logger_->debug("pool '{}': autoscale: min_idle {} -> {} (peak demand {} in the last {} s)",
+                     options_.name, before, target, autoscale_peak_,
+                     duration_cast<std::chrono::seconds>(autoscaler_->options().window).count());
+    }
+    if (target > before) {
+      work_cv_.notify_all();
+    } else if (!shutdown_) {
+      TrimIdleLocked(lock, autoscaler_ ? AutoscaledIdleLocked() : target,
+                     "the pool's min_idle went down");
+    }
+  }
+
+  // Retires idle sandboxes beyond `keep`: lean ones first, then the least recently used.
+  void TrimIdleLocked(std::unique_lock<std::mutex>& lock, int keep, const char* why) {
+    while (static_cast<int>(idle_.size()) > std::max(keep, 0) && !shutdown_) {
+      auto victim = std::find_if(idle_.begin(), idle_.end(),
+                                 [](const IdleEntry& entry) { return entry.lean; });
+      if (victim == idle_.end()) victim = idle_.begin();
+      IdleEntry entry = std::move(*victim);
+      idle_.erase(victim);
+      logger_->debug("pool '{}': retiring idle sandbox {}{}: {}", options_.name, entry.name,
+                     entry.lean ? " (started lean)" : "", why);
+      Dispose(lock, std::move(entry.sandbox), entry.generation);
+    }
+  }
+
+  void TrimOverMaxTotalLocked(std::unique_lock<std::mutex>& lock) {
+    const int over = KeptLocked() - sizes_.max_total;
+    if (over > 0) {
+      TrimIdleLocked(lock, static_cast<int>(idle_.size()) - over, "the pool is over max_total");
+    }
   }
 
   // Why a returned sandbox must not serve again; empty when it may.
@@ -318,7 +506,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     for (IdleEntry& entry : dead) {
       logger_->warn("pool '{}': idle sandbox {} broke while idle; replacing it", options_.name,
                     entry.name);
-      Dispose(lock, std::move(entry.sandbox));
+      Dispose(lock, std::move(entry.sandbox), entry.generation);
     }
     if (!dead.empty()) work_cv_.notify_all();
     return taken;
@@ -332,6 +520,10 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     }
   }
 
+  // The sandboxes the pool keeps: all but those being destroyed (which still count towards
+  // max_total for starts, but are already gone when deciding what to keep under it).
+  int KeptLocked() const { return TotalLocked() - destroying_; }
+
   int TotalLocked() const {
     return static_cast<int>(idle_.size()) + leased_ + starting_ + checking_ + destroying_;
   }
@@ -340,14 +532,18 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   // one per waiter, within max_total. Checked ones count as supply: they most likely return.
   // With refill_after_run, leased ones count towards min_idle too, except that one stays idle:
   // their replacements start once they are released (see PoolOptions::refill_after_run).
+  // At most max_concurrent_starts starts at once (the workers beyond it wait).
   bool StartNeededLocked() const {
     const int supply = static_cast<int>(idle_.size()) + starting_ + checking_;
-    int idle_target = options_.min_idle;
-    if (options_.refill_after_run) {
-      idle_target = std::max(std::min(1, options_.min_idle), options_.min_idle - leased_);
+    int idle_target = target_;
+    if (autoscaler_) {
+      idle_target = std::max(0, autoscaler_->GrowTarget(sizes_.max_total) - DemandLocked());
+    } else if (options_.refill_after_run) {
+      idle_target = std::max(std::min(1, target_), target_ - leased_);
     }
     const int demand = idle_target + static_cast<int>(waiters_.size());
-    return !shutdown_ && supply < demand && TotalLocked() < options_.max_total;
+    return !shutdown_ && supply < demand && TotalLocked() < sizes_.max_total &&
+           starting_ < sizes_.max_concurrent_starts;
   }
 
   // Fair sharing between principals: the waiter whose principal holds the fewest leases of
@@ -380,6 +576,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       Waiter* waiter = *chosen;
       waiters_.erase(chosen);
       waiter->sandbox = std::move(entry.sandbox);
+      waiter->generation = entry.generation;
       ++leased_;
       ++leased_by_[*waiter->principal];
       ++acquired_total_;
@@ -395,8 +592,10 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 
   // Hands a sandbox over for destruction: to the reaper while it runs, otherwise destroys it
   // here with the lock dropped (callers re-check state afterwards). `lock` is held on entry
-  // and on return.
-  void Dispose(std::unique_lock<std::mutex>& lock, std::unique_ptr<PooledSandbox> sandbox) {
+  // and on return. `generation` is the sandbox's: one a drain waits for counts as replaced.
+  void Dispose(std::unique_lock<std::mutex>& lock, std::unique_ptr<PooledSandbox> sandbox,
+               std::uint64_t generation) {
+    if (generation < drain_generation_) ++drain_replaced_;
     ++destroying_;
     if (reaper_accepting_) {
       reap_queue_.push_back(std::move(sandbox));
@@ -441,6 +640,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
         work_cv_.wait_until(lock, backoff_until_);
         continue;
       }
+      const std::uint64_t generation = generation_;
       StartContext context;
       context.behind_demand =
           BehindDemand(!waiters_.empty(), idle_.empty(), last_wait_began_, Clock::now());
@@ -457,6 +657,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
         entry.sandbox = std::move(created).value();
         entry.created_at = entry.sandbox->CreatedAt();
         entry.name = entry.sandbox->Name();
+        entry.lean = entry.sandbox->Lean();
+        entry.generation = generation;
         entry.last_checked = Clock::now();
         logger_->debug("pool '{}': started sandbox {} in {} ms", options_.name, entry.name,
                        latency.count() / 1000);
@@ -467,6 +669,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       --starting_;
       work_cv_.notify_all();
       if (start_error) {
+        if (generation < drain_generation_) ++drain_replaced_;  // nothing left to replace
         OnStartFailureLocked(*start_error);
         continue;
       }
@@ -477,8 +680,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       start_latency_last_ = latency;
       start_latency_max_ = std::max(start_latency_max_, latency);
       start_latency_total_ += latency;
-      if (shutdown_) {
-        Dispose(lock, std::move(entry.sandbox));
+      // Begun before a drain (maybe from the old image), or beyond a max_total lowered since.
+      if (shutdown_ || generation < drain_generation_ || KeptLocked() + 1 > sizes_.max_total) {
+        Dispose(lock, std::move(entry.sandbox), generation);
       } else {
         Deliver(std::move(entry), /*hot=*/true);
       }
@@ -523,8 +727,18 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     const milliseconds interval = options_.health_check_interval;
     std::unique_lock lock(mu_);
     while (!shutdown_) {
-      if (interval.count() == 0) {  // maintenance disabled: only Shutdown wakes us
-        maintenance_cv_.wait(lock);
+      // The autoscaler's peak leaves its window with time alone: look again every tick.
+      if (autoscaler_) {
+        UpdateTargetLocked(lock);
+        TrimIdleLocked(lock, AutoscaledIdleLocked(), "autoscaled down");
+        if (shutdown_) return;
+      }
+      if (interval.count() == 0) {  // health checks disabled: only ticks and Shutdown wake us
+        if (autoscaler_) {
+          maintenance_cv_.wait_for(lock, options_.autoscale_tick);
+        } else {
+          maintenance_cv_.wait(lock);
+        }
         continue;
       }
       RetireOldIdleLocked(lock);
@@ -550,8 +764,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
         --checking_;
         work_cv_.notify_all();
         if (!healthy) ++health_check_failures_total_;
-        if (!healthy || shutdown_) {
-          Dispose(lock, std::move(entry.sandbox));
+        if (!healthy || shutdown_ || entry.generation < drain_generation_) {
+          Dispose(lock, std::move(entry.sandbox), entry.generation);
         } else {
           entry.last_checked = Clock::now();
           Deliver(std::move(entry), /*hot=*/false);
@@ -562,6 +776,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
       // Sleep until the next check is due, or one interval when nothing is idle.
       auto next = now + interval;
       for (const IdleEntry& entry : idle_) next = std::min(next, entry.last_checked + interval);
+      if (autoscaler_) next = std::min(next, now + options_.autoscale_tick);
       maintenance_cv_.wait_until(lock, next);
     }
   }
@@ -583,7 +798,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     for (IdleEntry& entry : old) {
       logger_->info("pool '{}': retiring idle sandbox {}: older than max_age", options_.name,
                     entry.name);
-      Dispose(lock, std::move(entry.sandbox));
+      Dispose(lock, std::move(entry.sandbox), entry.generation);
     }
   }
 
@@ -608,6 +823,15 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   std::deque<Waiter*> waiters_;           // in arrival order; served by NextWaiterLocked()
   std::map<std::string, int> leased_by_;  // leases out per principal (only those holding one)
   std::deque<std::unique_ptr<PooledSandbox>> reap_queue_;
+  PoolSizes sizes_;
+  int target_ = 0;  // the min_idle in effect (UpdateTargetLocked)
+  std::optional<AutoscalePolicy> autoscaler_;
+  int autoscale_peak_ = 0;
+  std::uint64_t generation_ = 0;        // bumped by each drain
+  std::uint64_t drain_generation_ = 0;  // sandboxes of an older generation are to be replaced
+  std::uint64_t drains_total_ = 0;
+  int drain_to_replace_ = 0;
+  int drain_replaced_ = 0;
   int leased_ = 0;
   int starting_ = 0;
   int checking_ = 0;
@@ -638,13 +862,17 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 Lease::Lease() noexcept = default;
 
 Lease::Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox,
-             std::string principal) noexcept
-    : core_(std::move(core)), sandbox_(std::move(sandbox)), principal_(std::move(principal)) {}
+             std::string principal, std::uint64_t generation) noexcept
+    : core_(std::move(core)),
+      sandbox_(std::move(sandbox)),
+      principal_(std::move(principal)),
+      generation_(generation) {}
 
 Lease::Lease(Lease&& other) noexcept
     : core_(std::move(other.core_)),
       sandbox_(std::move(other.sandbox_)),
       principal_(std::move(other.principal_)),
+      generation_(other.generation_),
       discarded_(std::exchange(other.discarded_, false)) {}
 
 Lease& Lease::operator=(Lease&& other) noexcept {
@@ -653,6 +881,7 @@ Lease& Lease::operator=(Lease&& other) noexcept {
     core_ = std::move(other.core_);
     sandbox_ = std::move(other.sandbox_);
     principal_ = std::move(other.principal_);
+    generation_ = other.generation_;
     discarded_ = std::exchange(other.discarded_, false);
   }
   return *this;
@@ -661,7 +890,7 @@ Lease& Lease::operator=(Lease&& other) noexcept {
 Lease::~Lease() { Reset(); }
 
 void Lease::Reset() noexcept {
-  if (sandbox_ && core_) core_->Release(std::move(sandbox_), discarded_, principal_);
+  if (sandbox_ && core_) core_->Release(std::move(sandbox_), discarded_, principal_, generation_);
   sandbox_.reset();
   core_.reset();
   discarded_ = false;
@@ -687,6 +916,18 @@ Result<Lease> WarmPool::Acquire(std::optional<milliseconds> timeout, const std::
   }
   return lease;
 }
+
+PoolSizes WarmPool::Resize(PoolSizes sizes) { return core_->Resize(sizes); }
+
+PoolSizes WarmPool::sizes() const { return core_->sizes(); }
+
+AutoscaleOptions WarmPool::SetAutoscale(AutoscaleOptions options) {
+  return core_->SetAutoscale(options);
+}
+
+AutoscaleOptions WarmPool::autoscale() const { return core_->autoscale(); }
+
+DrainProgress WarmPool::Drain() { return core_->Drain(); }
 
 PoolStats WarmPool::stats() const { return core_->Stats(); }
 

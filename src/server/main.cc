@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "probes.h"
+#include "sandbox/admin/admin_api.h"
+#include "sandbox/admin/config_reload.h"
+#include "sandbox/admin/pool_tuner.h"
 #include "sandbox/api/http_api.h"
 #include "sandbox/config/config.h"
 #include "sandbox/core/memory_trim.h"
@@ -240,11 +243,13 @@ int main(int argc, char** argv) {
   if (auto valid = sandbox::config::Validate(config); !valid.ok())
     return Fail(logger, valid.error());
 
-  // Handle termination signals on one thread (sigwait), so no other thread is interrupted.
+  // Handle termination signals and SIGHUP (reload) on one thread (sigwait), so no other thread
+  // is interrupted.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that vanishes must not kill the server
 
@@ -358,14 +363,34 @@ int main(int argc, char** argv) {
   sandbox::mcp::Dispatcher dispatcher =
       MakeDispatcher(config, runs, sessions, conformance_fixtures, logger);
 
+  // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
+  sandbox::admin::PoolTuner tuner(**service, &metrics, logger);
+  // SIGHUP reads the same file and command line again.
+  auto load_config = [args]() -> sandbox::Result<sandbox::config::Config> {
+    auto again = sandbox::config::ParseCommandLine(static_cast<int>(args.size()), args.data(),
+                                                   Environment());
+    if (!again.ok()) return again.error();
+    return std::move(again->config);
+  };
+  // Waits for signals: SIGHUP reloads and waits on; SIGINT/SIGTERM return.
+  auto wait_for_stop = [&signals, &logger](sandbox::admin::ConfigReloader& reloader) {
+    int received = 0;
+    while (true) {
+      sigwait(&signals, &received);
+      if (received != SIGHUP) return received;
+      logger->info("SIGHUP received, reloading the configuration");
+      reloader.Reload();
+    }
+  };
+
   if (config.server.stdio) {
     sandbox::mcp::StdioOptions stdio_options;
     stdio_options.max_message_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
     sandbox::mcp::StdioTransport stdio(dispatcher, stdio_options, logger);
     std::atomic<bool> input_closed{false};
+    sandbox::admin::ConfigReloader reloader(config, load_config, nullptr, tuner, &metrics, logger);
     std::thread signal_thread([&] {
-      int received = 0;
-      sigwait(&signals, &received);
+      const int received = wait_for_stop(reloader);
       if (input_closed.load()) return;
       logger->info("signal {} received, cancelling runs and shutting down", received);
       stdio.Stop();
@@ -397,7 +422,8 @@ int main(int argc, char** argv) {
                                                                 config.server.allowed_hosts,
                                                                 config.server.allowed_origins,
                                                                 {"/healthz", "/readyz"},
-                                                                config.server.tokens});
+                                                                config.server.tokens,
+                                                                config.server.admin_tokens});
   sandbox::http::HttpServerOptions http_options;
   http_options.threads = config.server.http_threads;
   // A worker per stream slot on top of http_threads: open streams never starve other requests.
@@ -436,6 +462,14 @@ int main(int argc, char** argv) {
   sandbox::api::HttpApi http_api(runs, sessions, api_options, logger);
   http_api.Register(http);  // /eval, /v1/execute, /v1/sessions, /openapi.json
 
+  sandbox::admin::AdminApiOptions admin_options;
+  admin_options.principal = [&guard](std::string_view authorization) {
+    return guard.AdminPrincipal(authorization);
+  };
+  sandbox::admin::AdminApi admin_api(tuner, admin_options);
+  admin_api.Register(http);  // /admin/pools...
+  sandbox::admin::ConfigReloader reloader(config, load_config, &guard, tuner, &metrics, logger);
+
   sandbox::server::ProbeSources probes;
   probes.client = client->get();
   probes.service = service->get();
@@ -460,8 +494,7 @@ int main(int argc, char** argv) {
   front = std::move(*listening);
 
   std::thread signal_thread([&] {
-    int received = 0;
-    sigwait(&signals, &received);
+    const int received = wait_for_stop(reloader);
     logger->info("signal {} received, shutting down", received);
     draining.store(true);
     // Cancel the runs first: their streams then end, and stop() does not wait on them.

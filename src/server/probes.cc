@@ -27,12 +27,6 @@ std::string ModeOf(const ProbeSources& sources, const std::string& pool) {
   return std::string(config::PoolModeName(config->mode));
 }
 
-int MaxTotalOf(const ProbeSources& sources, const std::string& pool) {
-  if (pool.ends_with("/sessions")) return sources.config->sessions.max_total;
-  const auto* config = config::FindPool(*sources.config, pool);
-  return config == nullptr ? 0 : config->max_total;
-}
-
 Status Ping(const ProbeSources& sources) {
   auto ping = sources.client->Ping(docker::CallOptions::Within(std::chrono::seconds(2)));
   if (!ping.ok()) return ping.error();
@@ -123,7 +117,12 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
     pool.checking = stats.checking;
     pool.destroying = stats.destroying;
     pool.waiting = stats.waiting;
-    pool.max_total = MaxTotalOf(sources, name);
+    pool.max_total = stats.sizes.max_total;
+    pool.min_idle = stats.sizes.min_idle;
+    pool.min_idle_target = stats.min_idle_target;
+    pool.max_concurrent_starts = stats.sizes.max_concurrent_starts;
+    pool.autoscaled = stats.autoscaled;
+    pool.drain_remaining = stats.drain.remaining();
     pool.created_total = stats.created_total;
     pool.start_failures_total = stats.start_failures_total;
     pool.destroyed_total = stats.destroyed_total;

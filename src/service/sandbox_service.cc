@@ -205,14 +205,39 @@ class SandboxService::StartWatch {
 HarnessSandboxFactory::HarnessSandboxFactory(const docker::Client& client,
                                              runner::SandboxSetup setup,
                                              std::shared_ptr<spdlog::logger> logger)
-    : client_(client), setup_(std::move(setup)), logger_(std::move(logger)) {
-  const auto& pool = setup_.pool;
-  if (pool.skip_preload_when_queued && !setup_.session &&
+    : client_(client), logger_(std::move(logger)) {
+  std::lock_guard lock(setups_mu_);
+  current_ = AddSetups(std::move(setup));
+}
+
+HarnessSandboxFactory::Setups HarnessSandboxFactory::AddSetups(runner::SandboxSetup setup) {
+  Setups added;
+  const auto& pool = setup.pool;
+  if (pool.skip_preload_when_queued && !setup.session &&
       (!pool.preload.empty() || pool.warm_plot)) {
-    lean_setup_ = setup_;
-    lean_setup_->pool.preload.clear();
-    lean_setup_->pool.warm_plot = false;
+    auto lean = std::make_unique<runner::SandboxSetup>(setup);
+    lean->pool.preload.clear();
+    lean->pool.warm_plot = false;
+    lean->lean = true;
+    added.lean = lean.get();
+    all_setups_.push_back(std::move(lean));
   }
+  auto full = std::make_unique<const runner::SandboxSetup>(std::move(setup));
+  added.full = full.get();
+  all_setups_.push_back(std::move(full));
+  return added;
+}
+
+config::Limits HarnessSandboxFactory::limits() const {
+  std::lock_guard lock(setups_mu_);
+  return current_.full->pool.limits;
+}
+
+void HarnessSandboxFactory::SetLimits(const config::Limits& limits) {
+  std::lock_guard lock(setups_mu_);
+  runner::SandboxSetup next = *current_.full;
+  next.pool.limits = limits;
+  current_ = AddSetups(std::move(next));
 }
 
 Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::Create() {
@@ -221,12 +246,17 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::Create() {
 
 Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     const pool::StartContext& context) {
-  const bool lean = context.behind_demand && lean_setup_.has_value();
+  Setups setups;
+  {
+    std::lock_guard lock(setups_mu_);
+    setups = current_;
+  }
+  const bool lean = context.behind_demand && setups.lean != nullptr;
   if (lean) {
     logger_->debug("pool '{}': behind demand; starting a container without the preload",
-                   setup_.pool.name);
+                   setups.full->pool.name);
   }
-  auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *lean_setup_ : setup_, logger_,
+  auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *setups.lean : *setups.full, logger_,
                                                &cancel_starts_);
   if (!sandbox.ok()) return sandbox.error();
   if (auto it = (*sandbox)->ready_info().find("python");
@@ -394,7 +424,8 @@ Result<runner::RunLimits> SandboxService::ResolveRequest(const exec::RunRequest&
   if (entry == nullptr) return Invalid("unknown pool \"" + request.pool + "\"");
   const auto& pc = *entry->config;
   SANDBOX_RETURN_IF_ERROR(CheckFiles(request.files, options_.input));
-  runner::RunLimits limits = runner::ResolveLimits(pc.limits);
+  const config::Limits defaults = entry->factory->limits();  // admin changes apply to new runs
+  runner::RunLimits limits = runner::ResolveLimits(defaults);
   const auto& o = request.limits;
   if (o.timeout_s) {
     if (!(*o.timeout_s > 0) || *o.timeout_s > pc.max_limits.timeout_s) {
@@ -406,9 +437,9 @@ Result<runner::RunLimits> SandboxService::ResolveRequest(const exec::RunRequest&
   }
   if (o.memory_bytes) {
     // The container's memory is fixed when it starts; a run may only narrow it.
-    if (*o.memory_bytes < (16LL << 20) || *o.memory_bytes > pc.limits.memory_bytes) {
+    if (*o.memory_bytes < (16LL << 20) || *o.memory_bytes > defaults.memory_bytes) {
       return Invalid("memory_bytes: must be between 16 MiB and " +
-                     std::to_string(pc.limits.memory_bytes) + " bytes (the pool's limit)");
+                     std::to_string(defaults.memory_bytes) + " bytes (the pool's limit)");
     }
     limits.memory_bytes = *o.memory_bytes;
   }
@@ -454,7 +485,7 @@ Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry, const std
     auto lease = entry.pool->Acquire(std::nullopt, principal);
     if (!lease.ok() || !verify) return lease;
     auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
-    if (sandbox->Healthy() || tried >= entry.config->max_total) return lease;
+    if (sandbox->Healthy() || tried >= entry.pool->sizes().max_total) return lease;
     lease->Discard();  // it does not answer either: the pool destroys and replaces it
   }
 }
@@ -521,7 +552,7 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"mode", std::string(config::PoolModeName(pc.mode))},
                      {"image", pc.image},
                      {"runtime", pc.runtime.empty() ? "runc" : pc.runtime},
-                     {"limits", limits_json(pc.limits)},
+                     {"limits", limits_json(entry.factory->limits())},
                      {"max_limits", limits_json(pc.max_limits)},
                      {"python", entry.factory->python_version()},
                      {"executables", ExecutablesOf(name)},
@@ -531,7 +562,7 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"idle", stats.idle},
                      {"leased", stats.leased},
                      {"starting", stats.starting},
-                     {"max_total", pc.max_total}});
+                     {"max_total", stats.sizes.max_total}});
   }
   info.info["default_pool"] = config_.default_pool;
   info.info["network"] = "none";
@@ -656,6 +687,65 @@ std::vector<std::pair<std::string, pool::PoolStats>> SandboxService::PoolStats()
   std::vector<std::pair<std::string, pool::PoolStats>> out;
   for (const auto& [name, entry] : pools_) out.emplace_back(name, entry.pool->stats());
   return out;
+}
+
+}  // namespace sandbox::service
+
+namespace sandbox::service {
+
+std::vector<std::string> SandboxService::PoolNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : pools_) names.push_back(name);
+  return names;
+}
+
+std::optional<PoolSettings> SandboxService::Settings(const std::string& pool) const {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return std::nullopt;
+  const PoolEntry& entry = it->second;
+  PoolSettings settings;
+  settings.name = pool;
+  settings.mode = std::string(config::PoolModeName(entry.config->mode));
+  settings.image = entry.config->image;
+  settings.sizes = entry.pool->sizes();
+  const pool::AutoscaleOptions a = entry.pool->autoscale();
+  if (a.enabled) {
+    settings.autoscale = {a.enabled, a.min_idle_floor, a.min_idle_ceiling, a.headroom,
+                          std::chrono::duration_cast<std::chrono::seconds>(a.window)};
+  } else {
+    settings.autoscale = entry.config->autoscale;  // its other fields as configured
+    settings.autoscale.enabled = false;
+  }
+  settings.limits = entry.factory->limits();
+  settings.max_limits = entry.config->max_limits;
+  return settings;
+}
+
+std::optional<pool::PoolStats> SandboxService::Stats(const std::string& pool) const {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return std::nullopt;
+  return it->second.pool->stats();
+}
+
+bool SandboxService::Apply(const std::string& pool, const PoolSettings& settings) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return false;
+  PoolEntry& entry = it->second;
+  if (!(entry.factory->limits() == settings.limits)) entry.factory->SetLimits(settings.limits);
+  entry.pool->Resize(settings.sizes);
+  const auto& a = settings.autoscale;
+  const pool::AutoscaleOptions wanted{a.enabled, a.min_idle_floor, a.min_idle_ceiling, a.headroom,
+                                      a.window};
+  const pool::AutoscaleOptions now = entry.pool->autoscale();
+  // Only a real change restarts the autoscaler (and its demand history).
+  if ((wanted.enabled || now.enabled) && !(wanted == now)) entry.pool->SetAutoscale(wanted);
+  return true;
+}
+
+std::optional<pool::DrainProgress> SandboxService::Drain(const std::string& pool) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return std::nullopt;
+  return it->second.pool->Drain();
 }
 
 }  // namespace sandbox::service

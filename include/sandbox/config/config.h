@@ -29,6 +29,8 @@ struct Limits {
   std::int64_t output_bytes = 1LL << 20;    // stdout+stderr bytes before the run is killed
   std::int64_t cpu_s = 0;                   // RLIMIT_CPU seconds; 0 = derived from timeout_s
 
+  bool operator==(const Limits&) const = default;
+
   // The default ceiling a request may raise its limits to.
   static Limits DefaultMaxima() {
     Limits max;
@@ -52,9 +54,23 @@ struct OutputOptions {
   int figure_dpi = 100;
   int max_files = 32;                         // files returned from the work directory
   std::int64_t max_files_bytes = 16LL << 20;  // their total size
+
+  bool operator==(const OutputOptions&) const = default;
 };
 
 enum class PoolMode { kRecycle, kFresh };
+
+// The pool's autoscaler (pool/autoscale_policy.h): min_idle follows the peak demand (leased +
+// waiting sandboxes) over the last window_s seconds plus headroom, between min_idle_floor and
+// min_idle_ceiling, never above max_total. While it is on, the pool's min_idle is unused.
+struct AutoscaleConfig {
+  bool enabled = false;
+  int min_idle_floor = 1;           // the fewest idle sandboxes it keeps
+  int min_idle_ceiling = 0;         // the most; 0 = max_total
+  int headroom = 1;                 // idle sandboxes on top of the window's peak demand
+  std::chrono::seconds window{60};  // how long a peak keeps the pool large (config: window_s)
+  bool operator==(const AutoscaleConfig&) const = default;
+};
 
 struct PoolConfig {
   std::string name = "default";
@@ -94,6 +110,9 @@ struct PoolConfig {
   std::int64_t zygote_memory_bytes = 256LL << 20;    // recycle: added to the run budget
   Limits limits;                                     // defaults for runs in this pool
   Limits max_limits = Limits::DefaultMaxima();       // the most a request may ask for
+  AutoscaleConfig autoscale;                         // off by default
+
+  bool operator==(const PoolConfig&) const = default;
 };
 
 struct DockerConfig {
@@ -103,6 +122,8 @@ struct DockerConfig {
   std::string tls_cert;
   std::string tls_key;
   std::chrono::milliseconds call_timeout{30000};  // deadline of ordinary engine calls
+
+  bool operator==(const DockerConfig&) const = default;
 };
 
 struct ServerConfig {
@@ -113,6 +134,10 @@ struct ServerConfig {
   // More bearer tokens, by name: each is a principal of its own (its own sessions and session
   // quota). `token` above is the principal "default". Each at least 16 characters.
   std::map<std::string, std::string> tokens;
+  // Tokens of the admin API (/admin/...), by name (the principal named in the change log). Each
+  // at least 16 characters and none equal to a run token: run tokens never work there, and
+  // admin tokens work nowhere else. Empty: the admin API is disabled (404).
+  std::map<std::string, std::string> admin_tokens;
   int http_threads = 64;                     // HTTP workers besides one per max_streams
   std::int64_t max_body_bytes = 8LL << 20;   // larger request bodies get 413
   std::vector<std::string> allowed_origins;  // extra Origins accepted besides loopback ones
@@ -134,6 +159,8 @@ struct ServerConfig {
   std::chrono::seconds idle_timeout{30};    // keep-alive connection with no request: closed
   int max_connections = 2048;               // client connections at once; beyond: 503
   int max_connections_per_ip = 512;         // from one client address; beyond: 503
+
+  bool operator==(const ServerConfig&) const = default;
 };
 
 // Each principal's share of the server-wide bounds (a principal is a bearer token's name,
@@ -151,11 +178,15 @@ struct PrincipalLimits {
   // principal holds the fewest of its sandboxes either way.
   int max_concurrent_runs = 0;
   int runs_per_minute = 0;  // runs started per minute (a minute's worth may come at once); 0: any
+
+  bool operator==(const PrincipalLimits&) const = default;
 };
 
 struct PolicyConfig {
   std::string container_seccomp = "policies/seccomp-container.json";
   std::string run_seccomp = "policies/seccomp-run.json";
+
+  bool operator==(const PolicyConfig&) const = default;
 };
 
 // Stateful sessions (session_create): each holds one container of its own, from a pool's
@@ -171,6 +202,8 @@ struct SessionConfig {
   std::int64_t max_upload_bytes = 32LL << 20;  // one upload call, all files together
   // A call on a busy session waits this long for the session, then fails with "busy".
   std::chrono::milliseconds busy_wait{10000};
+
+  bool operator==(const SessionConfig&) const = default;
 };
 
 struct Config {
@@ -197,6 +230,10 @@ struct Config {
 // Applies a JSON document (the --config file) over `base`. Unknown keys are errors, so a typo
 // in a configuration never passes silently.
 Result<Config> ApplyJson(Config base, const nlohmann::json& doc);
+// The same for one pool's `limits` and `autoscale` objects (the admin API's changes): the keys
+// present override `out`; `path` names the object in errors.
+Status ApplyLimitsJson(const nlohmann::json& doc, const std::string& path, Limits& out);
+Status ApplyAutoscaleJson(const nlohmann::json& doc, const std::string& path, AutoscaleConfig& out);
 
 // Builds the configuration from argv and the environment (SANDBOX_MCP_TOKEN), reading
 // --config FILE when given. Does not validate; call Validate() next.
@@ -219,6 +256,12 @@ int McpSessionsPerPrincipal(const Config& config);
 
 // Checks every field; the first problem found is returned with the field's name.
 Status Validate(const Config& config);
+
+// The checks Validate() makes of one pool's sizes, limits and autoscaler, for a change made
+// while the server runs (the admin API); `path` names the pool in errors ("pools[0]").
+Status ValidatePoolSizes(const PoolConfig& pool, const std::string& path);
+Status ValidatePoolLimits(const Limits& limits, const Limits& max_limits, const std::string& path);
+Status ValidateAutoscale(const AutoscaleConfig& autoscale, int max_total, const std::string& path);
 
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool IsLoopbackHost(const std::string& host);

@@ -10,14 +10,21 @@
 //   so timing tells nothing about which); otherwise 401 with WWW-Authenticate: Bearer.
 // - Principal(): whom a request acts for, the key of session ownership: the name of its token
 //   ("default" for `token`), or "local" when the server has no token at all.
+// - Admin paths (/admin and below) take an admin token instead (`admin_tokens`, compared the
+//   same way): a run token is refused there (401) and an admin token everywhere else. Without
+//   admin tokens they answer 404, saying the admin API is disabled.
 // - Exempt paths (/healthz by default) skip every check, for health probes (but not the
 //   PeerCheck given to Install).
+// - SetTokens() replaces every token at once (configuration reload): a request is checked
+//   against one set, old or new, never a mix.
 //
-// Thread-safety: immutable after construction; Check() is safe from any thread.
+// Thread-safety: every method is safe from any thread, SetTokens() included.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,8 +49,13 @@ struct GuardOptions {
   std::vector<std::string> allowed_hosts;    // Host values accepted besides loopback names
   std::vector<std::string> allowed_origins;  // e.g. "https://app.example.com"
   std::vector<std::string> exempt_paths = {"/healthz"};
-  std::map<std::string, std::string> tokens;  // more bearer tokens: principal name -> token
+  std::map<std::string, std::string> tokens;        // more bearer tokens: principal name -> token
+  std::map<std::string, std::string> admin_tokens;  // of the admin API: name -> token
 };
+
+// Paths under it are the admin API's.
+inline constexpr std::string_view kAdminPrefix = "/admin";
+bool IsAdminPath(std::string_view path);
 
 // Whether a connection from remote address:port may be served at all: behind the
 // ConnectionGuard, only its own connections are.
@@ -77,14 +89,29 @@ class RequestGuard {
   std::string Principal(std::string_view authorization) const;
   // Principal() as a function, for the transports and the HTTP API; the guard must outlive it.
   PrincipalResolver Resolver() const;
-  bool authenticates() const { return !named_.empty(); }
+  bool authenticates() const;
+
+  // The name of the admin token a request carries; "" when it carries none (or admin is off).
+  std::string AdminPrincipal(std::string_view authorization) const;
+  bool admin_enabled() const;
+
+  // Replaces the run tokens (`token`, `tokens`) and the admin tokens.
+  void SetTokens(const std::string& token, const std::map<std::string, std::string>& tokens,
+                 const std::map<std::string, std::string>& admin_tokens);
 
  private:
+  using Named = std::vector<std::pair<std::string, std::string>>;  // (principal, token)
+  struct Tokens {
+    Named run;    // server.token as "default", then server.tokens
+    Named admin;  // server.admin_tokens
+  };
   bool HostAllowed(std::string_view host) const;
   bool OriginAllowed(std::string_view origin) const;
+  std::shared_ptr<const Tokens> tokens() const;
 
   GuardOptions options_;
-  std::vector<std::pair<std::string, std::string>> named_;  // (principal, token), all tokens
+  mutable std::mutex tokens_mu_;
+  std::shared_ptr<const Tokens> tokens_;  // replaced whole by SetTokens
 };
 
 // True for "localhost", IPv4 127.0.0.0/8 and "::1" (no brackets, no port).

@@ -37,6 +37,11 @@ struct PoolSnapshot {
   int destroying = 0;
   int waiting = 0;
   int max_total = 0;
+  int min_idle = 0;         // as set (configuration, admin API)
+  int min_idle_target = 0;  // in effect: min_idle, or the autoscaler's target
+  int max_concurrent_starts = 0;
+  bool autoscaled = false;
+  int drain_remaining = 0;  // sandboxes the latest drain still waits for
   std::uint64_t created_total = 0;
   std::uint64_t start_failures_total = 0;
   std::uint64_t destroyed_total = 0;
@@ -84,6 +89,11 @@ class Metrics {
   void RecordEngineCall(std::string_view operation, long status, std::chrono::microseconds took);
   // `route` is a template (RouteOf below).
   void RecordHttpRequest(std::string_view route, std::string_view method, int status);
+  // A live change of a pool setting: `field` one of min_idle, max_total, max_concurrent_starts,
+  // limits, autoscale, drain; `source` "api" (the admin API) or "reload" (SIGHUP).
+  void RecordAdminChange(std::string_view pool, std::string_view field, std::string_view source);
+  // A configuration reload: `result` "applied" or "rejected" (the running one was kept).
+  void RecordConfigReload(std::string_view result);
 
   // The text exposition format (version 0.0.4) of every metric, `now` included.
   std::string Render(const Snapshot& now) const;

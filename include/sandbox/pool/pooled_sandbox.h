@@ -42,6 +42,10 @@ class PooledSandbox {
   // sandbox broken, and then reports it through Reusable().
   virtual bool Prepared() { return true; }
 
+  // Started without the pool's preload (StartContext::behind_demand): the first sandboxes to
+  // retire when the pool shrinks, since they serve their first run slower.
+  virtual bool Lean() const { return false; }
+
   // For logs and metrics: the container id (short) or another stable name.
   virtual std::string Name() const = 0;
 };

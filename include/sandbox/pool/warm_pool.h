@@ -9,13 +9,18 @@
 //     count towards min_idle, but one stays idle), never past max_total, and back off
 //     exponentially after failed starts;
 //   - one maintenance thread: every health_check_interval it retires idle sandboxes past
-//     max_age and health-checks idle sandboxes one at a time, outside the pool lock;
+//     max_age and health-checks idle sandboxes one at a time, outside the pool lock; with the
+//     autoscaler on it also moves min_idle to the autoscaler's target (autoscale_policy.h);
 //   - one reaper thread that destroys sandboxes (a Docker call that can take 100+ ms), so no
 //     destruction happens under the pool lock or on a caller's Acquire/release path.
 //
 // Capacity: a sandbox counts towards max_total from the moment its start begins until its
 // destruction has finished (idle + leased + starting + checking + destroying <= max_total), so
 // at no instant do more than max_total sandboxes exist.
+//
+// Live tuning: min_idle, max_total and max_concurrent_starts change with Resize(), the autoscaler
+// with SetAutoscale(); Drain() replaces every sandbox (idle ones at once, leased ones when their
+// lease ends). They take effect under the pool's lock and wake the start workers.
 //
 // Thread-safety: every public method of WarmPool may be called from any thread at any time,
 // concurrently. A Lease is a single-owner handle (like std::unique_ptr): one thread at a time
@@ -34,6 +39,7 @@
 
 #include "sandbox/config/config.h"
 #include "sandbox/core/result.h"
+#include "sandbox/pool/autoscale_policy.h"
 #include "sandbox/pool/pooled_sandbox.h"
 
 namespace sandbox::pool {
@@ -77,6 +83,10 @@ struct PoolOptions {
   // by the next successful start. Keeps a broken image or engine from being hammered.
   std::chrono::milliseconds start_backoff_initial{250};
   std::chrono::milliseconds start_backoff_max{30000};
+  // Off by default: min_idle is then fixed (until Resize). On, the autoscaler's target replaces
+  // min_idle; the maintenance thread re-evaluates it every autoscale_tick.
+  AutoscaleOptions autoscale;
+  std::chrono::milliseconds autoscale_tick{250};
   // The time source for sandbox age; must be in the domain of PooledSandbox::CreatedAt().
   // Injectable for tests. Timeouts, back-off and health-check periods use the real
   // steady clock, since threads must actually wait for them.
@@ -99,8 +109,33 @@ bool BehindDemand(bool requests_waiting, bool idle_empty,
 std::chrono::milliseconds StartBackoff(int consecutive_failures, std::chrono::milliseconds initial,
                                        std::chrono::milliseconds max);
 
+// The sizes of a pool that may change while it runs (WarmPool::Resize). Clamped like
+// PoolOptions' fields of the same names.
+struct PoolSizes {
+  int min_idle = 2;
+  int max_total = 8;
+  int max_concurrent_starts = 2;
+  bool operator==(const PoolSizes&) const = default;
+};
+
+// The latest drain (WarmPool::Drain): how many sandboxes it found (idle, leased, starting,
+// checking) and how many of them are gone since, whatever retired them.
+struct DrainProgress {
+  std::uint64_t drains_total = 0;  // drains begun since construction; 0: never drained
+  int to_replace = 0;
+  int replaced = 0;
+  int remaining() const { return to_replace - replaced; }
+  bool done() const { return remaining() <= 0; }
+};
+
 // A snapshot for metrics and the sandbox_info tool.
 struct PoolStats {
+  PoolSizes sizes;          // as set (Resize); min_idle is unused while autoscaled
+  int min_idle_target = 0;  // the min_idle in effect: sizes.min_idle or the autoscaler's target
+  bool autoscaled = false;  // the autoscaler sets min_idle_target
+  int autoscale_peak = 0;   // the autoscaler's peak demand over its window (0 when off)
+  DrainProgress drain;
+
   // Where the pool's sandboxes are now.
   int idle = 0;        // started and waiting to be lent
   int leased = 0;      // held by Lease objects
@@ -172,11 +207,12 @@ class Lease {
  private:
   friend class detail::PoolCore;
   Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox,
-        std::string principal) noexcept;
+        std::string principal, std::uint64_t generation) noexcept;
 
   std::shared_ptr<detail::PoolCore> core_;  // keeps the pool's state alive for the release
   std::unique_ptr<PooledSandbox> sandbox_;
-  std::string principal_;  // whom it was lent to (fair sharing)
+  std::string principal_;         // whom it was lent to (fair sharing)
+  std::uint64_t generation_ = 0;  // the pool's drain generation when the sandbox's start began
   bool discarded_ = false;
 };
 
@@ -216,7 +252,28 @@ class WarmPool {
   Result<Lease> Acquire(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                         const std::string& principal = {});
 
+  // Changes the sizes at once: a higher min_idle or max_total wakes the start workers, a higher
+  // max_concurrent_starts adds workers; a lower min_idle or max_total retires idle sandboxes
+  // beyond it (leased ones are never taken back; they are retired when returned while the pool
+  // is over max_total). Values are clamped as PoolOptions'; config::ValidatePoolSizes says what
+  // a caller may ask for. Returns the sizes before the change.
+  PoolSizes Resize(PoolSizes sizes);
+  PoolSizes sizes() const;
+
+  // Turns the autoscaler on (replacing its options; its demand history is kept) or off (then
+  // min_idle is sizes().min_idle again). Returns the options before the change.
+  AutoscaleOptions SetAutoscale(AutoscaleOptions options);
+  AutoscaleOptions autoscale() const;
+
+  // Replaces every sandbox: idle ones are retired at once, sandboxes starting or lent now are
+  // retired when their start or lease ends; replacements start as min_idle and demand ask, so
+  // they are created from the image as the engine has it by then. A drain begun while another
+  // is in progress replaces the first's remaining sandboxes too.
+  DrainProgress Drain();
+
   PoolStats stats() const;
+  // The options it was built with; the sizes and autoscaler there are the initial ones (sizes()
+  // and autoscale() are current).
   const PoolOptions& options() const;
   const std::string& name() const { return options().name; }
 

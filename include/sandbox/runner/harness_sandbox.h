@@ -48,6 +48,9 @@ struct SandboxSetup {
   // Session sandboxes: the harness keeps one interpreter alive across runs (config mode
   // "session"); the container is labelled mode=session and never returns to a pool.
   bool session = false;
+  // Started without the pool's preload and warm plot (skip_preload_when_queued): the pool
+  // retires such sandboxes first when it shrinks.
+  bool lean = false;
   // A session's file operation not answered in this long resets the session (harness-side).
   std::chrono::milliseconds op_timeout{10000};
   // Container created → harness `ready` (imports and a warm-up plot take seconds).
@@ -120,6 +123,7 @@ class HarnessSandbox final : public pool::PooledSandbox {
   int RunCount() const override { return run_count_; }
   pool::Clock::time_point CreatedAt() const override { return created_at_; }
   std::string Name() const override { return container_.short_id(); }
+  bool Lean() const override { return setup_.lean; }
 
   // The harness's `ready` message: python version, preloaded modules, isolation, errors.
   const nlohmann::json& ready_info() const { return ready_info_; }

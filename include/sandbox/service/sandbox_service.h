@@ -23,6 +23,7 @@
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/service/owner.h"
+#include "sandbox/service/tunable_pools.h"
 
 namespace sandbox::service {
 
@@ -37,17 +38,28 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
       const pool::StartContext& context) override;
   // Starts in flight give up (their containers are removed); later ones fail at once.
   void CancelStarts() override { cancel_starts_.store(true); }
-  const runner::SandboxSetup& setup() const { return setup_; }
+  // The pool's default run limits now; containers started from here on are built with them.
+  config::Limits limits() const;
+  void SetLimits(const config::Limits& limits);
   // "major.minor" of the interpreter, as the last sandbox that became ready reported it; ""
   // until one has.
   std::string python_version() const;
 
  private:
+  // The setups to start from: full and (when the pool may start lean) without preload and warm
+  // plot. A sandbox refers to the setup it was started from for its whole life, so a limits
+  // change adds a new pair and never frees an old one (changes are rare and a setup small).
+  struct Setups {
+    const runner::SandboxSetup* full = nullptr;
+    const runner::SandboxSetup* lean = nullptr;  // null: never lean
+  };
+  Setups AddSetups(runner::SandboxSetup setup);  // setups_mu_ held
+
   const docker::Client& client_;
-  const runner::SandboxSetup setup_;
-  // setup_ without preload and warm plot; set when the pool may start lean.
-  std::optional<runner::SandboxSetup> lean_setup_;
   std::shared_ptr<spdlog::logger> logger_;
+  mutable std::mutex setups_mu_;
+  std::vector<std::unique_ptr<const runner::SandboxSetup>> all_setups_;
+  Setups current_;
   std::atomic<bool> cancel_starts_{false};
   mutable std::mutex version_mu_;
   std::string python_version_;
@@ -99,7 +111,7 @@ Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOpti
 // container older than this cannot be a live server's.
 std::chrono::seconds LeftoverMaxLife(const config::Config& config);
 
-class SandboxService final : public exec::ExecutionService {
+class SandboxService final : public exec::ExecutionService, public TunablePools {
  public:
   // Checks that every pool's image exists (a clear error naming it otherwise). Starts no pool;
   // starts the watch thread of runs waiting for their `started` (see Run).
@@ -135,6 +147,13 @@ class SandboxService final : public exec::ExecutionService {
   Result<runner::RunLimits> ResolveRequest(const exec::RunRequest& request) const;
 
   std::vector<std::pair<std::string, pool::PoolStats>> PoolStats() const;
+
+  // TunablePools: the one-shot pools' live settings (session pools are not tunable).
+  std::vector<std::string> PoolNames() const override;
+  std::optional<PoolSettings> Settings(const std::string& pool) const override;
+  std::optional<pool::PoolStats> Stats(const std::string& pool) const override;
+  bool Apply(const std::string& pool, const PoolSettings& settings) override;
+  std::optional<pool::DrainProgress> Drain(const std::string& pool) override;
 
   static constexpr std::chrono::milliseconds kStartCheckAfter{2000};
 

@@ -57,10 +57,9 @@ class ServerProcess {
   // `config_json`: the --config file's members after instance_id, e.g. "\"pools\": [...]".
   ServerProcess(const std::string& instance, int port, const std::string& config_json,
                 const ProcessOptions& options = {})
-      : port_(port) {
+      : port_(port), instance_(instance) {
     config_path_ = ::testing::TempDir() + "/server-" + instance + ".json";
-    std::ofstream(config_path_) << R"({"instance_id": ")" << instance << R"(", )" << config_json
-                                << "}";
+    WriteConfig(config_json);
     const char* bin = std::getenv("SANDBOX_MCP_BIN");
     EXPECT_NE(bin, nullptr);
     std::string listen = "127.0.0.1:" + std::to_string(port);
@@ -82,6 +81,14 @@ class ServerProcess {
       ::_exit(127);
     }
   }
+
+  // Replaces the --config file's members (instance_id stays), e.g. before a SIGHUP.
+  void WriteConfig(const std::string& config_json) const {
+    std::ofstream(config_path_) << R"({"instance_id": ")" << instance_ << R"(", )" << config_json
+                                << "}";
+  }
+  // Replaces the whole --config file, e.g. with one that is not valid.
+  void WriteRawConfig(const std::string& text) const { std::ofstream(config_path_) << text; }
   ~ServerProcess() { Stop(SIGTERM); }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -111,6 +118,7 @@ class ServerProcess {
 
  private:
   int port_;
+  std::string instance_;
   pid_t pid_ = -1;
   std::string config_path_;
 };

@@ -1,5 +1,6 @@
 #include "sandbox/config/config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -355,6 +356,54 @@ TEST(ConfigTest, LoopbackDetection) {
   EXPECT_TRUE(IsLoopbackHost("::1"));
   EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
   EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+}
+
+TEST(ConfigTest, AdminTokensAreLongAndNeverRunTokens) {
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"server": {"token": "run-token-0123456789",
+      "tokens": {"alice": "alice-token-0123456789"},
+      "admin_tokens": {"ops": "admin-token-0123456789"}}})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->server.admin_tokens.at("ops"), "admin-token-0123456789");
+  EXPECT_TRUE(Validate(*cfg).ok());
+
+  Config short_token = *cfg;
+  short_token.server.admin_tokens = {{"ops", "short"}};
+  EXPECT_THAT(Validate(short_token).error().message(),
+              ::testing::HasSubstr("server.admin_tokens.ops: must be at least 16 characters"));
+  Config run_token = *cfg;
+  run_token.server.admin_tokens = {{"ops", "run-token-0123456789"}};
+  EXPECT_THAT(Validate(run_token).error().message(),
+              ::testing::HasSubstr("server.admin_tokens.ops: equals server.token"));
+  Config named_run_token = *cfg;
+  named_run_token.server.admin_tokens = {{"ops", "alice-token-0123456789"}};
+  EXPECT_THAT(Validate(named_run_token).error().message(),
+              ::testing::HasSubstr("equals server.tokens.alice"));
+}
+
+TEST(ConfigTest, AutoscaleParsesWithDefaultsAndIsValidated) {
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"pools": [{"name": "default",
+      "autoscale": {"enabled": true, "min_idle_ceiling": 6, "window_s": 30}}]})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  const auto& a = cfg->pools[0].autoscale;
+  EXPECT_TRUE(a.enabled);
+  EXPECT_EQ(a.min_idle_floor, 1);  // default
+  EXPECT_EQ(a.min_idle_ceiling, 6);
+  EXPECT_EQ(a.headroom, 1);  // default
+  EXPECT_EQ(a.window, std::chrono::seconds(30));
+  EXPECT_TRUE(Validate(*cfg).ok());
+  EXPECT_FALSE(Config{}.pools[0].autoscale.enabled);  // off by default
+
+  Config over = *cfg;
+  over.pools[0].autoscale.min_idle_ceiling = 9;  // max_total 8
+  EXPECT_THAT(Validate(over).error().message(),
+              ::testing::HasSubstr("pools[0].autoscale.min_idle_ceiling"));
+  Config floor = *cfg;
+  floor.pools[0].autoscale.min_idle_floor = 7;
+  EXPECT_THAT(Validate(floor).error().message(),
+              ::testing::HasSubstr("pools[0].autoscale.min_idle_floor"));
+  auto typo = ApplyJson(Config{}, json::parse(R"({"pools": [{"autoscale": {"window": 3}}]})"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_THAT(typo.error().message(), ::testing::HasSubstr("pools[0].autoscale.window"));
 }
 
 }  // namespace

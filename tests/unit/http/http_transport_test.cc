@@ -322,7 +322,7 @@ TEST_F(HttpTransportTest, HostAndOriginChecks) {
 }
 
 TEST_F(HttpTransportTest, BearerTokenRequiredWhenConfigured) {
-  Start(GuardOptions{"0123456789abcdef-token", {}, {}, {"/healthz"}, {}});
+  Start(GuardOptions{"0123456789abcdef-token", {}, {}, {"/healthz"}, {}, {}});
   auto res = Post(InitializeRequest());
   EXPECT_EQ(res->status, 401);
   EXPECT_EQ(res->get_header_value("WWW-Authenticate").rfind("Bearer", 0), 0u);
@@ -338,7 +338,8 @@ GuardOptions TwoTokens() {
                       {},
                       {},
                       {"/healthz"},
-                      {{"alice", "alice-token-0123456789"}, {"bob", "bob-token-0123456789ab"}}};
+                      {{"alice", "alice-token-0123456789"}, {"bob", "bob-token-0123456789ab"}},
+                      {}};
 }
 
 TEST_F(HttpTransportTest, AnMcpSessionBelongsToTheTokenThatInitializedIt) {

@@ -41,14 +41,14 @@ TEST(RequestGuardTest, AcceptsLoopbackHostsOnly) {
 }
 
 TEST(RequestGuardTest, AllowedHostsExtendTheList) {
-  RequestGuard guard(GuardOptions{"", {"sandbox.internal", "box:9000"}, {}, {}, {}});
+  RequestGuard guard(GuardOptions{"", {"sandbox.internal", "box:9000"}, {}, {}, {}, {}});
   EXPECT_FALSE(Check(guard, "sandbox.internal:8080"));
   EXPECT_FALSE(Check(guard, "box:9000"));
   EXPECT_TRUE(Check(guard, "box:9001"));
 }
 
 TEST(RequestGuardTest, OriginAbsentOrLoopbackOrAllowed) {
-  RequestGuard guard(GuardOptions{"", {}, {"https://app.example.com"}, {}, {}});
+  RequestGuard guard(GuardOptions{"", {}, {"https://app.example.com"}, {}, {}, {}});
   EXPECT_FALSE(Check(guard, "localhost"));
   EXPECT_FALSE(Check(guard, "localhost", "http://localhost:6274"));
   EXPECT_FALSE(Check(guard, "localhost", "http://127.0.0.1:8080"));
@@ -63,7 +63,7 @@ TEST(RequestGuardTest, OriginAbsentOrLoopbackOrAllowed) {
 }
 
 TEST(RequestGuardTest, BearerTokenWhenConfigured) {
-  RequestGuard guard(GuardOptions{"s3cret-token-0123456789", {}, {}, {"/healthz"}, {}});
+  RequestGuard guard(GuardOptions{"s3cret-token-0123456789", {}, {}, {"/healthz"}, {}, {}});
   EXPECT_EQ(Check(guard, "localhost")->status, 401);
   EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer wrong")->status, 401);
   EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer s3cret-token-012345678")->status, 401);
@@ -76,13 +76,59 @@ TEST(RequestGuardTest, BearerTokenWhenConfigured) {
   EXPECT_EQ(Check(guard, "evil.example.com")->status, 403);
 }
 
+TEST(RequestGuardTest, AdminPathsTakeAdminTokensOnly) {
+  GuardOptions options{"run-token-0123456789", {}, {},
+                       {"/healthz"},           {}, {{"ops", "admin-token-0123456789"}}};
+  RequestGuard guard(options);
+  const std::string_view admin = "/admin/pools";
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "", admin)->status, 401);
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer run-token-0123456789", admin)->status,
+            401);
+  EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer admin-token-0123456789", admin));
+  EXPECT_EQ(guard.AdminPrincipal("Bearer admin-token-0123456789"), "ops");
+  EXPECT_EQ(guard.AdminPrincipal("Bearer run-token-0123456789"), "");
+  // An admin token is no run token.
+  EXPECT_EQ(Check(guard, "localhost", std::nullopt, "Bearer admin-token-0123456789")->status, 401);
+  EXPECT_EQ(guard.Principal("Bearer admin-token-0123456789"), "");
+  // Host checks come first on admin paths too.
+  EXPECT_EQ(Check(guard, "evil.example.com", std::nullopt, "Bearer admin-token-0123456789", admin)
+                ->status,
+            403);
+  EXPECT_TRUE(IsAdminPath("/admin"));
+  EXPECT_TRUE(IsAdminPath("/admin/pools/x/drain"));
+  EXPECT_FALSE(IsAdminPath("/administrator"));
+}
+
+TEST(RequestGuardTest, AdminPathsAreNotFoundWithoutAdminTokens) {
+  RequestGuard guard(GuardOptions{"run-token-0123456789", {}, {}, {"/healthz"}, {}, {}});
+  auto refused = Check(guard, "localhost", std::nullopt, "Bearer run-token-0123456789", "/admin");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 404);
+  EXPECT_NE(refused->message.find("admin API is disabled"), std::string::npos);
+  EXPECT_FALSE(guard.admin_enabled());
+}
+
+TEST(RequestGuardTest, SetTokensReplacesEveryTokenAtOnce) {
+  RequestGuard guard(GuardOptions{"run-token-0123456789", {}, {}, {"/healthz"}, {}, {}});
+  guard.SetTokens("new-run-token-0123456789", {{"alice", "alice-token-0123456789"}},
+                  {{"ops", "admin-token-0123456789"}});
+  EXPECT_EQ(guard.Principal("Bearer run-token-0123456789"), "");
+  EXPECT_EQ(guard.Principal("Bearer new-run-token-0123456789"), "default");
+  EXPECT_EQ(guard.Principal("Bearer alice-token-0123456789"), "alice");
+  EXPECT_TRUE(guard.admin_enabled());
+  guard.SetTokens("", {}, {});
+  EXPECT_FALSE(guard.authenticates());
+  EXPECT_EQ(guard.Principal(""), "local");
+}
+
 TEST(RequestGuardTest, NamedTokensAreEachAPrincipal) {
   RequestGuard guard(
       GuardOptions{"s3cret-token-0123456789",
                    {},
                    {},
                    {"/healthz"},
-                   {{"alice", "alice-token-0123456789"}, {"bob", "bob-token-0123456789ab"}}});
+                   {{"alice", "alice-token-0123456789"}, {"bob", "bob-token-0123456789ab"}},
+                   {}});
   EXPECT_TRUE(guard.authenticates());
   EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer alice-token-0123456789"));
   EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer bob-token-0123456789ab"));
@@ -99,7 +145,7 @@ TEST(RequestGuardTest, NamedTokensAreEachAPrincipal) {
 }
 
 TEST(RequestGuardTest, NamedTokensWithoutTheDefaultToken) {
-  RequestGuard guard(GuardOptions{"", {}, {}, {}, {{"ci", "ci-token-0123456789abc"}}});
+  RequestGuard guard(GuardOptions{"", {}, {}, {}, {{"ci", "ci-token-0123456789abc"}}, {}});
   EXPECT_EQ(Check(guard, "localhost")->status, 401);
   EXPECT_FALSE(Check(guard, "localhost", std::nullopt, "Bearer ci-token-0123456789abc"));
   EXPECT_EQ(guard.Principal("Bearer ci-token-0123456789abc"), "ci");

@@ -127,6 +127,11 @@ TEST(MetricsTest, EngineCallsHttpRequestsStartsAndAcquires) {
 }
 
 TEST(MetricsTest, RouteOfKeepsTheLabelSetBounded) {
+  EXPECT_EQ(RouteOf("/admin/pools"), "/admin/pools");
+  EXPECT_EQ(RouteOf("/admin/pools/default"), "/admin/pools/{name}");
+  EXPECT_EQ(RouteOf("/admin/pools/default/drain"), "/admin/pools/{name}/drain");
+  EXPECT_EQ(RouteOf("/admin/pools/default/other"), "other");
+  EXPECT_EQ(RouteOf("/admin/pools//drain"), "other");
   EXPECT_EQ(RouteOf("/mcp"), "/mcp");
   EXPECT_EQ(RouteOf("/v1/execute"), "/v1/execute");
   EXPECT_EQ(RouteOf("/v1/sessions"), "/v1/sessions");

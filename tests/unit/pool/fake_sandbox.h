@@ -51,6 +51,7 @@ class FakeSandbox : public PooledSandbox {
   int RunCount() const override { return runs_; }
   Clock::time_point CreatedAt() const override { return created_; }
   std::string Name() const override { return "fake-" + std::to_string(id_); }
+  bool Lean() const override { return lean_; }
 
   int id() const { return id_; }
   // What a run would do to the sandbox.
@@ -59,6 +60,7 @@ class FakeSandbox : public PooledSandbox {
   void set_healthy(bool healthy) { healthy_ = healthy; }
   void set_reusable(bool reusable) { reusable_ = reusable; }
   void set_prepared(bool prepared) { prepared_ = prepared; }
+  void set_lean(bool lean) { lean_ = lean; }
   int health_checks() const { return health_checks_; }
   int prepared_checks() const { return prepared_checks_; }
 
@@ -70,6 +72,7 @@ class FakeSandbox : public PooledSandbox {
   std::atomic<bool> healthy_{true};
   std::atomic<bool> reusable_{true};
   std::atomic<bool> prepared_{true};
+  std::atomic<bool> lean_{false};
   std::atomic<int> health_checks_{0};
   std::atomic<int> prepared_checks_{0};
 };
@@ -89,7 +92,9 @@ class FakeFactory : public SandboxFactory {
   Result<std::unique_ptr<PooledSandbox>> Create() override {
     std::unique_lock lock(mu_);
     ++attempts_;
+    max_in_create_ = std::max(max_in_create_, ++in_create_);
     cv_.wait(lock, [this] { return !create_blocked_ && (!block_until_cancelled_ || cancelled_); });
+    --in_create_;
     if (block_until_cancelled_) {
       return Error(ErrorCode::kCancelled, "the sandbox start was cancelled");
     }
@@ -162,6 +167,8 @@ class FakeFactory : public SandboxFactory {
     return waiting_at_start_;
   }
   int cancel_calls() const { return Get(cancel_calls_); }
+  // The most Create() calls in flight at once.
+  int max_in_create() const { return Get(max_in_create_); }
   int created() const { return Get(created_); }
   int destroyed() const { return Get(destroyed_); }
   int live() const { return Get(live_); }
@@ -188,6 +195,8 @@ class FakeFactory : public SandboxFactory {
   int cancel_calls_ = 0;
   std::atomic<std::chrono::milliseconds> create_delay_{std::chrono::milliseconds{0}};
   int attempts_ = 0;
+  int in_create_ = 0;
+  int max_in_create_ = 0;
   int created_ = 0;
   int destroyed_ = 0;
   int live_ = 0;

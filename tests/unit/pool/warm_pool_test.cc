@@ -760,3 +760,225 @@ TEST_F(WarmPoolTest, DestructionDoesNotBlockReleaseOrAcquire) {
 
 }  // namespace
 }  // namespace sandbox::pool
+
+namespace sandbox::pool {
+namespace {
+
+using testing::FakeClock;
+
+// ---- Live tuning: Resize, Drain, the autoscaler ----
+
+class WarmPoolTuningTest : public WarmPoolTest {};
+
+TEST_F(WarmPoolTuningTest, RaisingMinIdleFillsToIt) {
+  WarmPool& pool = StartPool(Options());
+  ASSERT_TRUE(WaitForIdle(2));
+  const PoolSizes before = pool.Resize({4, 4, 2});
+  EXPECT_EQ(before, (PoolSizes{2, 4, 2}));
+  EXPECT_EQ(pool.sizes(), (PoolSizes{4, 4, 2}));
+  ASSERT_TRUE(WaitForIdle(4));
+  EXPECT_EQ(pool.stats().min_idle_target, 4);
+}
+
+TEST_F(WarmPoolTuningTest, LoweringMinIdleRetiresIdleBeyondIt) {
+  PoolOptions options = Options();
+  options.min_idle = 4;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(4));
+  pool.Resize({1, 4, 2});
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_EQ(factory_.destroyed(), 3);
+  EXPECT_EQ(factory_.created(), 4);  // nothing restarted
+}
+
+TEST_F(WarmPoolTuningTest, LoweringMaxTotalRetiresReturnedSandboxesAboveIt) {
+  PoolOptions options = Options();
+  options.min_idle = 0;
+  WarmPool& pool = StartPool(options);
+  std::vector<Lease> leases;
+  for (int i = 0; i < 4; ++i) {
+    auto lease = pool.Acquire();
+    ASSERT_TRUE(lease.ok());
+    leases.push_back(std::move(*lease));
+  }
+  pool.Resize({0, 2, 2});
+  leases.clear();  // all four come back; two are over the new max_total
+  ASSERT_TRUE(WaitFor([&] {
+    PoolStats s = pool.stats();
+    return s.idle == 2 && s.destroying == 0 && s.leased == 0;
+  }));
+  EXPECT_EQ(factory_.destroyed(), 2);
+  EXPECT_EQ(factory_.live(), 2);
+}
+
+TEST_F(WarmPoolTuningTest, RaisingMaxConcurrentStartsAllowsMoreStartsAtOnce) {
+  PoolOptions options = Options();
+  options.min_idle = 3;
+  options.max_concurrent_starts = 1;
+  factory_.BlockCreate(true);
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitFor([&] { return factory_.attempts() == 1; }));
+  EXPECT_EQ(pool.stats().starting, 1);
+  pool.Resize({3, 4, 3});
+  ASSERT_TRUE(WaitFor([&] { return factory_.attempts() == 3; }));
+  EXPECT_EQ(pool.stats().starting, 3);
+  factory_.BlockCreate(false);
+  ASSERT_TRUE(WaitForIdle(3));
+}
+
+TEST_F(WarmPoolTuningTest, LoweringMaxConcurrentStartsLimitsStartsInFlight) {
+  PoolOptions options = Options();
+  options.min_idle = 0;
+  options.max_concurrent_starts = 3;  // three start workers exist from here on
+  WarmPool& pool = StartPool(options);
+  pool.Resize({0, 4, 1});
+  factory_.BlockCreate(true);
+  pool.Resize({4, 4, 1});
+  ASSERT_TRUE(WaitFor([&] { return factory_.attempts() == 1; }));
+  factory_.BlockCreate(false);
+  ASSERT_TRUE(WaitForIdle(4));
+  EXPECT_EQ(factory_.max_in_create(), 1);  // the other workers waited for the one start
+}
+
+TEST_F(WarmPoolTuningTest, DrainReplacesIdleAtOnceAndLeasedWhenReturned) {
+  WarmPool& pool = StartPool(Options());
+  ASSERT_TRUE(WaitForIdle(2));
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  const int leased_id = IdOf(*lease);
+  ASSERT_TRUE(WaitForIdle(2));  // refilled
+  const int last_old_id = factory_.created();
+
+  const DrainProgress started = pool.Drain();
+  EXPECT_EQ(started.drains_total, 1u);
+  EXPECT_EQ(started.to_replace, 3);  // two idle, one leased
+  EXPECT_EQ(started.replaced, 2);    // the idle ones, at once
+  EXPECT_FALSE(started.done());
+  ASSERT_TRUE(WaitForIdle(2));  // replacements
+  for (int id = 1; id <= last_old_id; ++id) {
+    if (id != leased_id) {
+      EXPECT_FALSE(factory_.alive(id)) << id;
+    }
+  }
+  EXPECT_TRUE(factory_.alive(leased_id));  // its run goes on
+  EXPECT_EQ(pool.stats().drain.remaining(), 1);
+
+  lease->Reset();  // recycle mode would keep it; a drain retires it
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().drain.done(); }));
+  EXPECT_EQ(pool.stats().drain.replaced, 3);
+  ASSERT_TRUE(WaitForIdle(2));
+  EXPECT_FALSE(factory_.alive(leased_id));
+  EXPECT_EQ(factory_.live(), 2);
+}
+
+TEST_F(WarmPoolTuningTest, DrainRetiresAStartBegunBeforeIt) {
+  PoolOptions options = Options();
+  options.min_idle = 1;
+  factory_.BlockCreate(true);
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().starting == 1; }));
+  const DrainProgress started = pool.Drain();
+  EXPECT_EQ(started.to_replace, 1);
+  factory_.BlockCreate(false);
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().drain.done(); }));
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_FALSE(factory_.alive(1));  // begun before the drain: may be of the old image
+  EXPECT_EQ(factory_.created(), 2);
+}
+
+TEST_F(WarmPoolTuningTest, ShrinkingRetiresLeanSandboxesFirst) {
+  PoolOptions options = Options();
+  options.min_idle = 3;
+  options.max_total = 3;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(3));
+  std::vector<Lease> leases;
+  for (int i = 0; i < 3; ++i) {
+    auto lease = pool.Acquire();
+    ASSERT_TRUE(lease.ok());
+    leases.push_back(std::move(*lease));
+  }
+  AsFake(leases[1].get()).set_lean(true);
+  const int a = IdOf(leases[0]);
+  const int b = IdOf(leases[1]);
+  const int c = IdOf(leases[2]);
+  leases.clear();  // returned in order a, b, c: a is the least recently used
+  ASSERT_TRUE(WaitForIdle(3));
+  pool.Resize({1, 3, 2});
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_FALSE(factory_.alive(b));  // lean: first to go
+  EXPECT_FALSE(factory_.alive(a));  // then the least recently used
+  EXPECT_TRUE(factory_.alive(c));
+}
+
+TEST_F(WarmPoolTuningTest, AutoscalerGrowsWithDemandAndShrinksAfterTheWindow) {
+  PoolOptions options = Options();
+  options.max_total = 6;
+  options.autoscale.enabled = true;
+  options.autoscale.min_idle_floor = 1;
+  options.autoscale.min_idle_ceiling = 4;
+  options.autoscale.headroom = 1;
+  options.autoscale.window = 10s;
+  options.autoscale_tick = 1ms;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_TRUE(pool.stats().autoscaled);
+  EXPECT_EQ(pool.stats().min_idle_target, 1);
+
+  auto first = pool.Acquire();
+  auto second = pool.Acquire();
+  ASSERT_TRUE(first.ok() && second.ok());
+  // Demand 2: target 3 (idle + lent), so one idle beyond the two lent: started before any
+  // request had to wait.
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_EQ(pool.stats().min_idle_target, 3);
+  EXPECT_EQ(pool.stats().autoscale_peak, 2);
+  EXPECT_EQ(factory_.created(), 3);
+
+  first->Reset();
+  second->Reset();
+  ASSERT_TRUE(WaitForIdle(3));  // returned, and kept: the window still holds the peak
+  EXPECT_EQ(pool.stats().min_idle_target, 3);
+  EXPECT_EQ(factory_.created(), 3);  // no churn: nothing retired, nothing started
+
+  clock_.Advance(11s);  // the peak has left the window
+  ASSERT_TRUE(WaitForIdle(1));
+  EXPECT_EQ(pool.stats().min_idle_target, 1);
+  EXPECT_EQ(pool.stats().autoscale_peak, 0);
+}
+
+TEST_F(WarmPoolTuningTest, AutoscalerCanBeTurnedOnAndOff) {
+  WarmPool& pool = StartPool(Options());
+  ASSERT_TRUE(WaitForIdle(2));
+  AutoscaleOptions autoscale;
+  autoscale.enabled = true;
+  autoscale.min_idle_floor = 3;
+  autoscale.min_idle_ceiling = 4;
+  pool.SetAutoscale(autoscale);
+  ASSERT_TRUE(WaitForIdle(3));  // the floor
+  EXPECT_TRUE(pool.autoscale().enabled);
+  pool.SetAutoscale(AutoscaleOptions{});
+  ASSERT_TRUE(WaitForIdle(2));  // min_idle as set
+  EXPECT_FALSE(pool.stats().autoscaled);
+}
+
+TEST_F(WarmPoolTuningTest, AutoscalerNeverGoesAboveMaxTotal) {
+  PoolOptions options = Options();
+  options.max_total = 3;
+  options.autoscale.enabled = true;
+  options.autoscale.min_idle_floor = 0;
+  options.autoscale.headroom = 2;
+  WarmPool& pool = StartPool(options);
+  std::vector<Lease> leases;
+  for (int i = 0; i < 3; ++i) {
+    auto lease = pool.Acquire();
+    ASSERT_TRUE(lease.ok());
+    leases.push_back(std::move(*lease));
+  }
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().min_idle_target == 3; }));
+  EXPECT_EQ(factory_.max_live(), 3);
+  leases.clear();
+}
+
+}  // namespace
+}  // namespace sandbox::pool
