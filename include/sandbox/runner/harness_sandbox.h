@@ -26,6 +26,10 @@
 
 namespace sandbox::runner {
 
+// The harness protocol version this server speaks (docs/harness-protocol.md, ready.protocol);
+// an adopted session container's harness, sent by an earlier server, must speak it too.
+inline constexpr int kHarnessProtocol = 3;
+
 // Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
 // Input files a run (or a session upload) may bring. The server checks them before a run; the
 // harness gets the same numbers (config files_in) as its backstop, so the two cannot disagree.
