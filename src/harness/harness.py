@@ -3018,6 +3018,7 @@ class Zygote:
         self._start_forker()
         self.prepare()
         self.chan.send(self.ready_event())
+        self.last_contact = time.monotonic()  # the preload's seconds are not idle time
         import select
         while True:
             if not self.chan.queue:

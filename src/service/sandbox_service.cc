@@ -11,6 +11,7 @@
 #include "sandbox/core/json.h"
 #include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
+#include "sandbox/service/session_record.h"
 
 namespace sandbox::service {
 namespace {
@@ -225,8 +226,15 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     logger_->debug("pool '{}': behind demand; starting a container without the preload",
                    setup_.pool.name);
   }
+  // A session container that may outlive this server is made for the id its session will
+  // have, so its label can carry that id's key from the start (see session_record.h).
+  runner::StartExtras extras;
+  if (setup_.session && setup_.watchdog.count() > 0) {
+    extras.session_id = NewSessionId();
+    extras.labels[std::string(kSessionKeyLabel)] = SessionKey(extras.session_id);
+  }
   auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *lean_setup_ : setup_, logger_,
-                                               &cancel_starts_);
+                                               &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();
   if (auto it = (*sandbox)->ready_info().find("python");
       it != (*sandbox)->ready_info().end() && it->is_string()) {
@@ -238,6 +246,15 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     python_version_ = full.substr(0, second);
   }
   return std::unique_ptr<pool::PooledSandbox>(std::move(*sandbox));
+}
+
+Result<std::unique_ptr<runner::HarnessSandbox>> HarnessSandboxFactory::StartForSession(
+    const std::string& session_id) {
+  runner::StartExtras extras;
+  extras.session_id = session_id;
+  extras.labels[std::string(kSessionKeyLabel)] = SessionKey(session_id);
+  return runner::HarnessSandbox::Start(client_, setup_, logger_, &cancel_starts_,
+                                       std::move(extras));
 }
 
 std::string HarnessSandboxFactory::python_version() const {
@@ -299,6 +316,13 @@ Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOpti
       reason = decision.reason;
     } else {
       reason = "unreadable owner label \"" + label->second + "\"";
+    }
+    if (sweep && options.keep_sessions && c.state == "running" &&
+        CheckSessionLabels(c.labels, options.instance_id).ok()) {
+      // Its harness still runs and holds a session: the session manager decides (adopt it or
+      // remove it) once it has asked the harness what it holds.
+      counts.left_sessions.push_back(c);
+      continue;
     }
     if (!sweep) {
       ++counts.kept;

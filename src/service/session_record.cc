@@ -1,5 +1,7 @@
 #include "sandbox/service/session_record.h"
 
+#include <random>
+
 #include "sandbox/core/json.h"
 #include "sandbox/core/sha256.h"
 #include "sandbox/runner/sandbox_spec.h"
@@ -12,10 +14,14 @@ using nlohmann::json;
 constexpr int kRecordVersion = 1;
 
 json LimitsJson(const runner::RunLimits& l) {
-  return {{"timeout_s", l.timeout_s}, {"memory_bytes", l.memory_bytes},
-          {"output_bytes", l.output_bytes}, {"cpu_s", l.cpu_s},
-          {"nproc", l.nproc},         {"nofile", l.nofile},
-          {"fsize_bytes", l.fsize_bytes}, {"tmpfs_bytes", l.tmpfs_bytes}};
+  return {{"timeout_s", l.timeout_s},
+          {"memory_bytes", l.memory_bytes},
+          {"output_bytes", l.output_bytes},
+          {"cpu_s", l.cpu_s},
+          {"nproc", l.nproc},
+          {"nofile", l.nofile},
+          {"fsize_bytes", l.fsize_bytes},
+          {"tmpfs_bytes", l.tmpfs_bytes}};
 }
 
 // The bytes the MAC covers: the record without its mac, in nlohmann's sorted-key dump (the
@@ -32,6 +38,21 @@ std::optional<std::int64_t> Int(const json& j, const char* key) {
 }
 
 }  // namespace
+
+std::string NewSessionId() {
+  // std::random_device reads /dev/urandom with libstdc++.
+  std::random_device rd;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    auto word = rd();
+    for (int j = 0; j < 8; ++j) {
+      id.push_back(kHex[word & 0xF]);
+      word >>= 4;
+    }
+  }
+  return id;
+}
 
 std::string SessionKey(std::string_view session_id) { return Sha256Hex(session_id); }
 
@@ -59,7 +80,8 @@ Result<SessionRecord> DecodeRecord(const json& record) {
     return Error(ErrorCode::kInvalidArgument, "session record: " + why);
   };
   if (!record.is_object()) return bad("not an object");
-  if (Int(record, "v") != kRecordVersion) return bad("not version " + std::to_string(kRecordVersion));
+  if (Int(record, "v") != kRecordVersion)
+    return bad("not version " + std::to_string(kRecordVersion));
   SessionRecord r;
   auto str = [&](const char* key, std::string& out) {
     auto it = record.find(key);
@@ -86,12 +108,11 @@ Result<SessionRecord> DecodeRecord(const json& record) {
     const char* name;
     std::int64_t* out;
   };
-  for (auto [name, out] : {Field{"memory_bytes", &r.limits.memory_bytes},
-                           Field{"output_bytes", &r.limits.output_bytes},
-                           Field{"cpu_s", &r.limits.cpu_s}, Field{"nproc", &r.limits.nproc},
-                           Field{"nofile", &r.limits.nofile},
-                           Field{"fsize_bytes", &r.limits.fsize_bytes},
-                           Field{"tmpfs_bytes", &r.limits.tmpfs_bytes}}) {
+  for (auto [name, out] :
+       {Field{"memory_bytes", &r.limits.memory_bytes},
+        Field{"output_bytes", &r.limits.output_bytes}, Field{"cpu_s", &r.limits.cpu_s},
+        Field{"nproc", &r.limits.nproc}, Field{"nofile", &r.limits.nofile},
+        Field{"fsize_bytes", &r.limits.fsize_bytes}, Field{"tmpfs_bytes", &r.limits.tmpfs_bytes}}) {
     auto value = Int(*limits, name);
     if (!value || *value < 0) return bad(std::string("no ") + name);
     *out = *value;

@@ -34,6 +34,9 @@ namespace sandbox::service {
 
 inline constexpr std::string_view kSessionKeyLabel = "io.sandbox-mcp.session-key";
 
+// A new session id: 128 bits from the OS's CSPRNG, hex.
+std::string NewSessionId();
+
 // The lookup key of a session id: lower-case hex SHA-256 (64 characters).
 std::string SessionKey(std::string_view session_id);
 bool IsSessionKey(std::string_view text);
@@ -65,9 +68,9 @@ struct LeftSession {
 
 struct AdoptionContext {
   std::string instance_id;
-  std::chrono::seconds grace{0};          // sessions.restart_grace
-  std::chrono::seconds max_lifetime{0};   // sessions.max_lifetime
-  std::set<std::string> pools;            // configured pool names
+  std::chrono::seconds grace{0};         // sessions.restart_grace
+  std::chrono::seconds max_lifetime{0};  // sessions.max_lifetime
+  std::set<std::string> pools;           // configured pool names
   std::int64_t now_unix_ms = 0;
 };
 
