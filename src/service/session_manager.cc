@@ -228,12 +228,15 @@ void SessionManager::Shutdown(bool leave_sessions) {
   }
   stop_cv_.notify_all();
   if (expiry_.joinable() && expiry_.get_id() != std::this_thread::get_id()) expiry_.join();
+  if (leave) {
+    // Every call in progress is cancelled at once, so the waits below overlap.
+    for (auto& s : all) {
+      std::lock_guard state(s->state_mu);
+      if (s->close_token) s->close_token->Cancel();
+    }
+  }
   for (auto& s : all) {
     if (leave) {
-      {
-        std::lock_guard state(s->state_mu);
-        if (s->close_token) s->close_token->Cancel();
-      }
       // A cancelled call ends within about a second (the harness answers the cancel, or the
       // container is killed); then the session's container is left for the next server.
       std::unique_lock call(s->call_mu, std::defer_lock);
