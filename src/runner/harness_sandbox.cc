@@ -81,8 +81,7 @@ json HarnessConfig(const SandboxSetup& setup) {
                : pool.mode == config::PoolMode::kFresh ? "fresh"
                                                        : "recycle"},
       {"op_timeout_s", static_cast<double>(setup.op_timeout.count()) / 1000.0},
-      {"watchdog_s",
-       setup.session ? static_cast<double>(setup.watchdog.count()) / 1000.0 : 0.0},
+      {"watchdog_s", setup.session ? static_cast<double>(setup.watchdog.count()) / 1000.0 : 0.0},
       {"preload", pool.preload},
       {"warm_plot", pool.warm_plot},
       {"seccomp_bpf",
