@@ -245,6 +245,7 @@ Status ApplySessions(const json& doc, const std::string& path, SessionConfig& se
   SANDBOX_RETURN_IF_ERROR(r.Read("max_file_bytes", sessions.max_file_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_upload_bytes", sessions.max_upload_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("busy_wait_ms", sessions.busy_wait));
+  SANDBOX_RETURN_IF_ERROR(r.Read("restart_grace_s", sessions.restart_grace));
   return r.RejectUnknown();
 }
 
@@ -637,6 +638,9 @@ Status Validate(const Config& config) {
     return Invalid("sessions.max_upload_bytes", "must be at least sessions.max_file_bytes");
   }
   if (ss.busy_wait.count() < 0) return Invalid("sessions.busy_wait_ms", "must not be negative");
+  if (ss.restart_grace.count() < 0 || ss.restart_grace > std::chrono::hours(24)) {
+    return Invalid("sessions.restart_grace_s", "must be between 0 (off) and 86400");
+  }
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");

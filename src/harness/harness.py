@@ -283,6 +283,7 @@ def parse_config(msg):
     cfg["limits"] = parse_limits(_dict_field(msg, "limits", "config"), None, "config.limits",
                                  resolve=False)
     cfg["op_timeout_s"] = float(_num_field(msg, "op_timeout_s", "config"))
+    cfg["watchdog_s"] = parse_watchdog(msg, "config")
     cfg["list_max_entries"] = _int_field(msg, "list_max_entries", 1)
     cfg["paths"] = _bounds(msg, "paths", (("max_path_bytes", 16), ("max_name_bytes", 8)))
     cfg["walk"] = _bounds(msg, "walk", (("max_entries", 1), ("max_depth", 1)))
@@ -290,6 +291,30 @@ def parse_config(msg):
                                                   ("max_name_bytes", 16),
                                                   ("max_total_bytes", 1024)))
     return cfg
+
+
+def parse_watchdog(msg, where, default=_REQUIRED):
+    """watchdog_s: session mode, exit after this long idle without a message from the server
+    (0: never). The server's stream may close without stdin closing (sessions that outlive a
+    server restart), so this is what bounds a container no server comes back to."""
+    value = _get(msg, "watchdog_s", default, where)
+    if not _is_num(value) or not value >= 0 or value == float("inf"):
+        raise ProtocolError("%s.watchdog_s must be a number >= 0" % where)
+    return float(value)
+
+
+MAX_SESSION_RECORD = 4096  # bytes of the server's record in a `session` op, JSON-encoded
+
+
+def parse_session_record(msg):
+    """The server's opaque record of the session (returned by `resume`); None when absent."""
+    record = msg.get("record")
+    if record is None:
+        return None
+    if not isinstance(record, dict) or len(json.dumps(record)) > MAX_SESSION_RECORD:
+        raise ProtocolError("session.record must be an object of at most %d bytes"
+                            % MAX_SESSION_RECORD)
+    return record
 
 
 def apply_config(cfg):
@@ -2805,6 +2830,9 @@ class Zygote:
         self.forker = None  # F, from the end of the preload on
         self.session = cfg["mode"] == "session"
         self.session_limits = cfg["limits"]  # the latest `session` op's, for U's not started yet
+        self.session_record = None  # the server's record of the session, for `resume`
+        self.watchdog_s = cfg["watchdog_s"] if self.session else 0.0
+        self.last_contact = time.monotonic()  # of the last message from the server
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -2990,6 +3018,7 @@ class Zygote:
         self._start_forker()
         self.prepare()
         self.chan.send(self.ready_event())
+        self.last_contact = time.monotonic()  # the preload's seconds are not idle time
         import select
         while True:
             if not self.chan.queue:
@@ -2997,10 +3026,17 @@ class Zygote:
                     break
                 if self.session:
                     watch = [self.chan.in_fd] + (list(self.prepared.open) if self.prepared else [])
-                    r, _, _ = select.select(watch, [], [])
+                    wait = None
+                    if self.watchdog_s > 0:
+                        wait = self.last_contact + self.watchdog_s - time.monotonic()
+                        if wait <= 0:
+                            log("no message from a server for %.0f s: exiting" % self.watchdog_s)
+                            break
+                    r, _, _ = select.select(watch, [], [], wait)
                     self._session_idle(r)
                     if self.chan.in_fd in r:
                         self.chan.on_readable()
+                        self.last_contact = time.monotonic()
                     continue
                 watch = [self.chan.in_fd] + ([self.prepared.st_r] if self.prepared else [])
                 r, _, _ = select.select(watch, [], [])
@@ -3021,6 +3057,8 @@ class Zygote:
                 log("cancel for %r while idle: ignored" % msg.get("id"))
             elif op == "session":
                 self.handle_session_op(msg)
+            elif op == "resume":
+                self.handle_resume_op(msg)
             elif op in FILE_OPS:
                 self.handle_file_op(msg)
             elif op == "exit":
@@ -3036,6 +3074,7 @@ class Zygote:
                 raise ProtocolError("config was already given")
             else:
                 raise ProtocolError("unknown op %r" % op)
+            self.last_contact = time.monotonic()  # a run or an op is contact until its end
         if self.prepared is not None:
             self._log_discarded(self.prepared)
             self._discard(self.prepared)
@@ -3201,8 +3240,25 @@ class Zygote:
         if not self.session:
             raise ProtocolError("the session op needs session mode (config.mode \"session\")")
         rid, limits = parse_session_op(msg, self.cfg)
+        record = parse_session_record(msg)
+        watchdog = parse_watchdog(msg, "session", default=self.watchdog_s)
         self.session_limits = limits
+        if record is not None:
+            self.session_record = record
+        self.watchdog_s = watchdog
         self.chan.send({"ev": "reply", "id": rid, "ok": True})
+
+    def handle_resume_op(self, msg):
+        """A server (re-)attached to this container: what it needs to serve the session again.
+        idle_s is how long no server had spoken to the harness before this op."""
+        if not self.session:
+            raise ProtocolError("the resume op needs session mode (config.mode \"session\")")
+        rid = parse_op_id(msg)
+        result = {"record": self.session_record, "protocol": PROTOCOL_VERSION,
+                  "idle_s": round(max(time.monotonic() - self.last_contact, 0.0), 3),
+                  "watchdog_s": self.watchdog_s}
+        result.update(self._session_fields())
+        self.chan.send({"ev": "reply", "id": rid, "ok": True, "result": result})
 
     def _session_idle(self, readable):
         """Between requests: U's output is read and dropped (so that nothing of the session
@@ -3361,6 +3417,8 @@ class Zygote:
                 self.exit_requested = True
             elif op == "session":
                 self.handle_session_op(msg)
+            elif op == "resume":
+                self.handle_resume_op(msg)
             elif op == "run" or op in FILE_OPS:
                 if run:
                     raise ProtocolError("%s %r arrived while run %r is in progress"

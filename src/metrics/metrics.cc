@@ -323,6 +323,12 @@ std::string Metrics::Render(const Snapshot& now) const {
                               MetricType::Counter)
                            .Add({}, static_cast<double>(now.sessions->restarts_total))
                            .Take());
+    families.push_back(Polled("sandbox_sessions_restored_total",
+                              "Sessions adopted from an earlier server of this instance "
+                              "(sessions.restart_grace_s)",
+                              MetricType::Counter)
+                           .Add({}, static_cast<double>(now.sessions->restored_total))
+                           .Take());
   }
   families.push_back(
       Polled("sandbox_mcp_sessions", "MCP Streamable HTTP sessions open", MetricType::Gauge)

@@ -81,6 +81,7 @@ json HarnessConfig(const SandboxSetup& setup) {
                : pool.mode == config::PoolMode::kFresh ? "fresh"
                                                        : "recycle"},
       {"op_timeout_s", static_cast<double>(setup.op_timeout.count()) / 1000.0},
+      {"watchdog_s", setup.session ? static_cast<double>(setup.watchdog.count()) / 1000.0 : 0.0},
       {"preload", pool.preload},
       {"warm_plot", pool.warm_plot},
       {"seccomp_bpf",
@@ -143,7 +144,7 @@ HarnessSandbox::~HarnessSandbox() {
 
 Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
     const docker::Client& client, const SandboxSetup& setup, std::shared_ptr<spdlog::logger> logger,
-    const std::atomic<bool>* cancel) {
+    const std::atomic<bool>* cancel, StartExtras extras) {
   const Deadline deadline = docker::DeadlineAfter(setup.start_timeout);
   auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
   const Error kStartCancelled(ErrorCode::kCancelled, "the sandbox start was cancelled");
@@ -153,7 +154,9 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   input.container_seccomp_json = setup.container_seccomp_json;
   input.instance_id = setup.instance_id;
   input.extra_labels = setup.extra_labels;
+  input.extra_labels.merge(extras.labels);
   input.session = setup.session;
+  input.keep_stdin_open = setup.session && setup.watchdog.count() > 0;
   auto created = client.CreateContainer(BuildSandboxSpec(input), CallOptions::Until(deadline));
   if (!created.ok()) return created.error().WithContext("create sandbox container");
   ContainerHandle handle(&client, created->id, logger);
@@ -169,10 +172,33 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
 
   std::unique_ptr<HarnessSandbox> sandbox(
       new HarnessSandbox(setup, std::move(handle), std::move(*stream), std::move(logger)));
+  sandbox->session_id_ = std::move(extras.session_id);
   auto booted = sandbox->Boot(deadline, cancel);
   if (!booted.ok()) return booted.error();
   sandbox->NarrowToRunLimits(client, deadline);
   return sandbox;
+}
+
+Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Adopt(
+    const docker::Client& client, const SandboxSetup& setup, const std::string& container_id,
+    std::shared_ptr<spdlog::logger> logger) {
+  ContainerHandle handle(&client, container_id, logger);
+  docker::AttachOptions attach;
+  attach.attach_stdin = true;  // logs stay off: only what the harness says from now on
+  auto stream = client.Attach(handle.id(), attach,
+                              CallOptions::Within(std::chrono::milliseconds(setup.start_timeout)));
+  if (!stream.ok()) return stream.error().WithContext("attach to session container");
+  std::unique_ptr<HarnessSandbox> sandbox(
+      new HarnessSandbox(setup, std::move(handle), std::move(*stream), std::move(logger)));
+  sandbox->prepared_ = true;  // a session harness between calls
+  return sandbox;
+}
+
+void HarnessSandbox::Leave() {
+  if (stream_) stream_->Close();
+  stream_.reset();
+  container_.Release();
+  broken_ = true;
 }
 
 void HarnessSandbox::NarrowToRunLimits(const docker::Client& client, Deadline deadline) {
@@ -360,8 +386,10 @@ Result<HarnessSandbox::PingInfo> HarnessSandbox::Ping() {
 
 bool HarnessSandbox::Healthy() { return Ping().ok(); }
 
-Status HarnessSandbox::BeginSession(const RunLimits& limits) {
-  auto reply = SessionOp(json{{"op", "session"}, {"limits", LimitsJson(limits)}});
+Status HarnessSandbox::BeginSession(const RunLimits& limits, const json& extra) {
+  json op = {{"op", "session"}, {"limits", LimitsJson(limits)}};
+  if (extra.is_object()) op.update(extra);
+  auto reply = SessionOp(std::move(op));
   if (!reply.ok()) return reply.error().WithContext("start the session");
   return OkStatus();
 }

@@ -32,7 +32,10 @@ docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input) {
   spec.attach_stdin = true;
   spec.attach_stdout = true;
   spec.attach_stderr = true;
-  spec.stdin_once = true;  // the harness sees EOF (and exits) when the server detaches
+  // The harness sees EOF (and exits) when the server detaches. A session container meant to
+  // outlive its server keeps stdin open instead, so a later server can attach again (the
+  // engine lets a new attach write to the same stdin); its harness's watchdog ends it.
+  spec.stdin_once = !input.keep_stdin_open;
   spec.network_disabled = true;
   spec.labels = input.extra_labels;
   spec.labels[std::string(kManagedLabel)] = "true";

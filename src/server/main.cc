@@ -291,6 +291,9 @@ int main(int argc, char** argv) {
   sweep.self = *self;
   sweep.engine_local = config.docker.host.rfind("unix://", 0) == 0;
   sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
+  // Session containers of an earlier run are adopted below rather than removed (README,
+  // "Upgrades keep sessions").
+  sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
   auto leftovers = sandbox::service::SweepLeftovers(
       **client, sweep, sandbox::service::SystemOwnerProbe(**client), logger);
   if (!leftovers.ok()) return Fail(logger, leftovers.error());
@@ -324,12 +327,20 @@ int main(int argc, char** argv) {
                                                             service_options, logger);
     if (!manager.ok()) return Fail(logger, manager.error());
     session_manager = std::move(*manager);
+    session_manager->Adopt(leftovers->left_sessions);
     session_manager->Start();
     sessions = session_manager.get();
   }
-  // Sessions end (their containers go) before the pools they came from stop.
+  // Sessions end (their containers go) before the pools they came from stop; with
+  // sessions.restart_grace_s their containers are left running for the next server instead.
+  const char* stopped_line =
+      session_manager && config.sessions.restart_grace.count() > 0
+          ? "stopped; all sandbox containers removed but those of sessions, left running for the "
+            "next server "
+            "(sessions.restart_grace_s)"
+          : "stopped; all sandbox containers removed";
   auto shutdown_engine = [&] {
-    if (session_manager) session_manager->Shutdown();
+    if (session_manager) session_manager->Shutdown(/*leave_sessions=*/true);
     (*service)->Shutdown();
   };
 
@@ -403,7 +414,7 @@ int main(int argc, char** argv) {
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     shutdown_engine();
-    logger->info("stopped; all sandbox containers removed");
+    logger->info("{}", stopped_line);
     return 0;
   }
 
@@ -516,6 +527,6 @@ int main(int argc, char** argv) {
 
   signal_thread.join();
   shutdown_engine();
-  logger->info("stopped; all sandbox containers removed");
+  logger->info("{}", stopped_line);
   return 0;
 }

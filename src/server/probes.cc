@@ -62,7 +62,8 @@ void Healthz(const ProbeSources& sources, httplib::Response& res) {
     body["sessions"] = {{"active", st.active},
                         {"created_total", st.created_total},
                         {"expired_total", st.expired_total},
-                        {"restarts_total", st.restarts_total}};
+                        {"restarts_total", st.restarts_total},
+                        {"restored_total", st.restored_total}};
   }
   res.status = ping.ok() ? 200 : 503;
   res.set_content(body.dump(), "application/json");
@@ -132,8 +133,8 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
   }
   if (sources.sessions != nullptr) {
     auto st = sources.sessions->stats();
-    now.sessions =
-        metrics::SessionSnapshot{st.active, st.created_total, st.expired_total, st.restarts_total};
+    now.sessions = metrics::SessionSnapshot{st.active, st.created_total, st.expired_total,
+                                            st.restarts_total, st.restored_total};
   }
   if (sources.streamable != nullptr) now.mcp_sessions = sources.streamable->session_count();
   if (sources.stream_slots != nullptr) {

@@ -12,6 +12,7 @@
 #include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
 #include "sandbox/service/pool_image.h"
+#include "sandbox/service/session_record.h"
 
 namespace sandbox::service {
 namespace {
@@ -228,6 +229,11 @@ HarnessSandboxFactory::Setups HarnessSandboxFactory::AddSetups(runner::SandboxSe
   return added;
 }
 
+const runner::SandboxSetup& HarnessSandboxFactory::setup() const {
+  std::lock_guard lock(setups_mu_);
+  return *current_.full;
+}
+
 config::Limits HarnessSandboxFactory::limits() const {
   std::lock_guard lock(setups_mu_);
   return current_.full->pool.limits;
@@ -256,8 +262,15 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     logger_->debug("pool '{}': behind demand; starting a container without the preload",
                    setups.full->pool.name);
   }
+  // A session container that may outlive this server is made for the id its session will
+  // have, so its label can carry that id's key from the start (see session_record.h).
+  runner::StartExtras extras;
+  if (setups.full->session && setups.full->watchdog.count() > 0) {
+    extras.session_id = NewSessionId();
+    extras.labels[std::string(kSessionKeyLabel)] = SessionKey(extras.session_id);
+  }
   auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *setups.lean : *setups.full, logger_,
-                                               &cancel_starts_);
+                                               &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();
   if (auto it = (*sandbox)->ready_info().find("python");
       it != (*sandbox)->ready_info().end() && it->is_string()) {
@@ -269,6 +282,15 @@ Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
     python_version_ = full.substr(0, second);
   }
   return std::unique_ptr<pool::PooledSandbox>(std::move(*sandbox));
+}
+
+Result<std::unique_ptr<runner::HarnessSandbox>> HarnessSandboxFactory::StartForSession(
+    const std::string& session_id) {
+  runner::StartExtras extras;
+  extras.session_id = session_id;
+  extras.labels[std::string(kSessionKeyLabel)] = SessionKey(session_id);
+  return runner::HarnessSandbox::Start(client_, setup(), logger_, &cancel_starts_,
+                                       std::move(extras));
 }
 
 std::string HarnessSandboxFactory::python_version() const {
@@ -330,6 +352,13 @@ Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOpti
       reason = decision.reason;
     } else {
       reason = "unreadable owner label \"" + label->second + "\"";
+    }
+    if (sweep && options.keep_sessions && c.state == "running" &&
+        CheckSessionLabels(c.labels, options.instance_id).ok()) {
+      // Its harness still runs and holds a session: the session manager decides (adopt it or
+      // remove it) once it has asked the harness what it holds.
+      counts.left_sessions.push_back(c);
+      continue;
     }
     if (!sweep) {
       ++counts.kept;

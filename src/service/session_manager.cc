@@ -1,14 +1,16 @@
 #include "sandbox/service/session_manager.h"
 
 #include <algorithm>
-#include <random>
 #include <string>
 #include <utility>
 
 #include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
+#include "sandbox/runner/container_handle.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/result_checks.h"
+#include "sandbox/runner/sandbox_spec.h"
+#include "sandbox/service/session_record.h"
 
 namespace sandbox::service {
 namespace {
@@ -17,21 +19,6 @@ using nlohmann::json;
 using pool::Clock;
 
 Error Invalid(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
-
-// 128 bits from the OS's CSPRNG (std::random_device reads /dev/urandom with libstdc++), hex.
-std::string NewSessionId() {
-  std::random_device rd;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (int i = 0; i < 4; ++i) {
-    auto word = rd();
-    for (int j = 0; j < 8; ++j) {
-      id.push_back(kHex[word & 0xF]);
-      word >>= 4;
-    }
-  }
-  return id;
-}
 
 std::int64_t Ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -66,6 +53,12 @@ exec::SessionFile ParseFileEntry(const json& j) {
 // Calls after this much idle time check the container first.
 constexpr auto kPingIdle = std::chrono::seconds(1);
 
+// A warm session container (no session yet) has nothing worth keeping: its harness's watchdog
+// is at most this, whatever the restart grace (the session op raises it to the grace).
+constexpr auto kWarmWatchdogMax = std::chrono::seconds(30);
+// How long a shutdown that leaves sessions running waits for a cancelled call to end.
+constexpr auto kLeaveWait = std::chrono::seconds(5);
+
 constexpr const char* kRestartedEmpty =
     "the session's container failed and was replaced: the session was restarted empty "
     "(variables and files are gone)";
@@ -73,7 +66,9 @@ constexpr const char* kRestartedEmpty =
 }  // namespace
 
 struct SessionManager::Session {
-  std::string id;
+  std::string id;         // empty for a restored session until its owner presents the id
+  std::string key;        // SessionKey(id): sessions_'s key
+  nlohmann::json record;  // a restored session's record (session_record.h) until then
   std::string principal;
   std::string pool;
   runner::RunLimits limits;
@@ -84,6 +79,10 @@ struct SessionManager::Session {
 
   std::mutex state_mu;  // guards everything below
   pool::Lease lease;    // empty while the session needs a new sandbox
+  // A sandbox not lent by a pool: adopted from an earlier server, or started for this session
+  // (a replacement whose container must carry the session's key). At most one of the two.
+  std::unique_ptr<runner::HarnessSandbox> own;
+  Clock::time_point last_contact;  // the last call or ping (keepalive of the watchdog)
   bool busy = false;
   bool closed = false;
   Clock::time_point last_used;
@@ -94,8 +93,15 @@ struct SessionManager::Session {
   std::shared_ptr<exec::CancelToken> close_token;  // of the call in progress
 
   runner::HarnessSandbox* sandbox() const {
+    if (own) return own.get();
     return static_cast<runner::HarnessSandbox*>(lease.get());
   }
+  // Destroys the sandbox (its container) unless it was left to run on (HarnessSandbox::Leave).
+  void ResetSandbox() {
+    lease.Reset();
+    own.reset();
+  }
+  std::string LogName() const { return id.empty() ? "#" + key.substr(0, 8) : id.substr(0, 8); }
 };
 
 // Holds a session exclusively for one call: the only way to reach its sandbox. A session
@@ -130,9 +136,10 @@ class SessionManager::Call {
     if (!session_) return;
     std::lock_guard state(session_->state_mu);
     session_->busy = false;
-    if (touch_) session_->last_used = Clock::now();
+    session_->last_contact = Clock::now();
+    if (touch_) session_->last_used = session_->last_contact;
     session_->close_token.reset();
-    if (session_->closed) session_->lease.Reset();
+    if (session_->closed) session_->ResetSandbox();
   }
 
   Session& session() const { return *session_; }
@@ -152,14 +159,18 @@ class SessionManager::Call {
   bool touch_ = true;
 };
 
-SessionManager::SessionManager(const config::Config& config, const SandboxService& service,
+SessionManager::SessionManager(const config::Config& config, const docker::Client& client,
+                               const SandboxService& service,
                                std::shared_ptr<spdlog::logger> logger)
-    : config_(config), service_(service), logger_(std::move(logger)) {}
+    : config_(config), client_(client), service_(service), logger_(std::move(logger)) {}
 
 Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     const config::Config& config, const docker::Client& client, const SandboxService& service,
     const ServiceOptions& options, std::shared_ptr<spdlog::logger> logger) {
-  std::unique_ptr<SessionManager> manager(new SessionManager(config, service, std::move(logger)));
+  std::unique_ptr<SessionManager> manager(
+      new SessionManager(config, client, service, std::move(logger)));
+  const auto grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.sessions.restart_grace);
   for (const auto& pc : config.pools) {
     runner::SandboxSetup setup;
     setup.pool = pc;
@@ -170,7 +181,13 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     setup.extra_labels = options.container_labels;
     setup.input = options.input;
     setup.session = true;
+    // With a restart grace, containers outlive this server up to their watchdog (the session
+    // op raises a warm container's to the grace), and health checks keep warm ones alive.
+    setup.watchdog = std::min<std::chrono::milliseconds>(grace, kWarmWatchdogMax);
     pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
+    if (setup.watchdog.count() > 0) {
+      po.health_check_interval = std::min(po.health_check_interval, setup.watchdog / 3);
+    }
     po.name = pc.name + "/sessions";
     if (options.pool_hooks) po.hooks = options.pool_hooks(po.name);
     // A session's container is its own: lent once, destroyed when the session ends.
@@ -200,7 +217,8 @@ void SessionManager::Start() {
   expiry_ = std::thread([this] { ExpiryLoop(); });
 }
 
-void SessionManager::Shutdown() {
+void SessionManager::Shutdown(bool leave_sessions) {
+  const bool leave = leave_sessions && config_.sessions.restart_grace.count() > 0;
   std::vector<std::shared_ptr<Session>> all;
   {
     std::lock_guard lock(mu_);
@@ -210,13 +228,174 @@ void SessionManager::Shutdown() {
   }
   stop_cv_.notify_all();
   if (expiry_.joinable() && expiry_.get_id() != std::this_thread::get_id()) expiry_.join();
+  if (leave) {
+    // Every call in progress is cancelled at once, so the waits below overlap.
+    for (auto& s : all) {
+      std::lock_guard state(s->state_mu);
+      if (s->close_token) s->close_token->Cancel();
+    }
+  }
   for (auto& s : all) {
+    if (leave) {
+      // A cancelled call ends within about a second (the harness answers the cancel, or the
+      // container is killed); then the session's container is left for the next server.
+      std::unique_lock call(s->call_mu, std::defer_lock);
+      if (call.try_lock_for(kLeaveWait)) {
+        std::lock_guard state(s->state_mu);
+        s->closed = true;
+        auto* sandbox = s->sandbox();
+        if (sandbox != nullptr && sandbox->Reusable()) {
+          sandbox->Leave();
+          if (logger_) {
+            logger_->info(
+                "session {}: container {} left running for the next server of instance \"{}\" "
+                "(restart grace {} s)",
+                s->LogName(), sandbox->Name(), config_.instance_id,
+                config_.sessions.restart_grace.count());
+          }
+        }
+        s->ResetSandbox();
+        continue;
+      }
+    }
     std::lock_guard state(s->state_mu);
     s->closed = true;
     if (s->close_token) s->close_token->Cancel();
-    if (!s->busy) s->lease.Reset();
+    if (!s->busy) s->ResetSandbox();
   }
   for (auto& [name, entry] : pools_) entry.pool->Shutdown();
+}
+
+int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
+  AdoptionContext context;
+  context.instance_id = config_.instance_id;
+  context.grace = config_.sessions.restart_grace;
+  context.max_lifetime = config_.sessions.max_lifetime;
+  for (const auto& [name, entry] : pools_) context.pools.insert(name);
+  const double grace_s = static_cast<double>(config_.sessions.restart_grace.count());
+  int adopted = 0;
+  for (const auto& c : left) {
+    const std::string name = c.id.substr(0, 12);
+    auto removed = [&](const std::string& why) {
+      if (logger_) {
+        logger_->info("removed session container {} left by an earlier run of instance \"{}\": {}",
+                      name, config_.instance_id, why);
+      }
+    };
+    auto pool_label = c.labels.find(std::string(runner::kPoolLabel));
+    auto entry = pool_label == c.labels.end() ? pools_.end() : pools_.find(pool_label->second);
+    if (entry == pools_.end() || context.grace.count() <= 0) {
+      runner::ContainerHandle(&client_, c.id, logger_).Remove();
+      removed(context.grace.count() <= 0 ? "sessions.restart_grace_s is 0"
+                                         : "its pool is not configured");
+      continue;
+    }
+    // Owned from here on: every path that does not adopt it removes it.
+    auto sandbox =
+        runner::HarnessSandbox::Adopt(client_, entry->second.factory->setup(), c.id, logger_);
+    if (!sandbox.ok()) {
+      removed(sandbox.error().message());
+      continue;
+    }
+    auto reply = (*sandbox)->SessionOp(json{{"op", "resume"}});
+    if (!reply.ok()) {
+      removed("its harness did not answer: " + reply.error().message());
+      continue;
+    }
+    LeftSession found;
+    found.labels = c.labels;
+    if (auto it = reply->find("record"); it != reply->end()) found.record = *it;
+    if (auto it = reply->find("idle_s"); it != reply->end() && it->is_number()) {
+      found.idle_s = it->get<double>();
+    }
+    found.protocol = static_cast<int>(JsonI64(*reply, "protocol"));
+    context.now_unix_ms = UnixMsNow();
+    auto decision = DecideAdoption(found, context);
+    std::lock_guard lock(mu_);
+    if (decision.adopt && sessions_.contains(decision.record->key)) {
+      decision = {false, "another container holds the same session", std::nullopt};
+    }
+    if (decision.adopt && static_cast<int>(sessions_.size()) >= config_.sessions.max_total) {
+      decision = {false, "sessions.max_total is reached", std::nullopt};
+    }
+    // From now on this server's grace bounds the container.
+    if (decision.adopt) {
+      if (auto begun =
+              (*sandbox)->BeginSession(decision.record->limits, json{{"watchdog_s", grace_s}});
+          !begun.ok()) {
+        decision = {false, begun.error().message(), std::nullopt};
+      }
+    }
+    if (!decision.adopt) {
+      sandbox->reset();
+      removed(decision.reason);
+      continue;
+    }
+    const auto& record = *decision.record;
+    auto s = std::make_shared<Session>();
+    s->key = record.key;
+    s->record = std::move(found.record);
+    s->principal = record.principal;
+    s->pool = record.pool;
+    s->limits = record.limits;
+    s->created_unix_ms = record.created_unix_ms;
+    // Lifetime continues from the creation time; the idle clock starts again now.
+    const auto now = Clock::now();
+    s->created = now - std::chrono::milliseconds(context.now_unix_ms - record.created_unix_ms);
+    s->last_used = s->last_contact = now;
+    s->own = std::move(*sandbox);
+    sessions_.emplace(s->key, s);
+    ++stats_.restored_total;
+    ++adopted;
+    if (logger_) {
+      logger_->info(
+          "adopted session container {} (session {} of \"{}\" in pool {}, created {} s ago): {}",
+          name, s->LogName(), record.principal, record.pool,
+          (context.now_unix_ms - record.created_unix_ms) / 1000, decision.reason);
+    }
+  }
+  return adopted;
+}
+
+nlohmann::json SessionManager::SessionExtras(const Session& session) const {
+  const auto grace = config_.sessions.restart_grace;
+  if (grace.count() <= 0) return json::object();
+  SessionRecord record;
+  record.key = session.key;
+  record.principal = session.principal;
+  record.pool = session.pool;
+  record.created_unix_ms = session.created_unix_ms;
+  record.limits = session.limits;
+  return json{{"record", EncodeRecord(record, session.id)},
+              {"watchdog_s", static_cast<double>(grace.count())}};
+}
+
+std::chrono::milliseconds SessionManager::KeepAliveInterval() const {
+  const auto third =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.sessions.restart_grace) / 3;
+  return std::clamp<std::chrono::milliseconds>(third, std::chrono::milliseconds(500),
+                                               std::chrono::seconds(10));
+}
+
+void SessionManager::KeepAlive() {
+  const auto interval = KeepAliveInterval();
+  const auto now = Clock::now();
+  std::vector<std::shared_ptr<Session>> due;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, s] : sessions_) {
+      std::lock_guard state(s->state_mu);
+      if (!s->busy && now - s->last_contact >= interval) due.push_back(s);
+    }
+  }
+  for (auto& s : due) {
+    // A busy session is in contact anyway; a ping is no use of the session (idle clock).
+    auto call = Call::Begin(s, std::chrono::milliseconds(0));
+    if (!call.ok()) continue;
+    call->DoNotTouch();
+    auto* sandbox = s->sandbox();
+    if (sandbox != nullptr && sandbox->Reusable()) (void)sandbox->Ping();
+  }
 }
 
 SessionManager::Stats SessionManager::stats() const {
@@ -229,9 +408,26 @@ SessionManager::Stats SessionManager::stats() const {
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Find(const std::string& principal,
                                                                       const std::string& id) {
   std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
+  auto it = sessions_.find(SessionKey(id));
+  bool found = it != sessions_.end() && it->second->principal == principal;
+  if (found && it->second->id.empty()) {
+    // A restored session, presented for the first time: its record must be the one made
+    // with this very id (the principal above came from it).
+    auto& s = *it->second;
+    if (RecordMatchesId(s.record, id)) {
+      s.id = id;
+      s.record = nullptr;
+      if (logger_) logger_->info("restored session {} is served again", s.LogName());
+    } else {
+      found = false;
+      if (logger_) {
+        logger_->warn("restored session {}: its record does not match the id presented",
+                      s.LogName());
+      }
+    }
+  }
   // A foreign session looks exactly like a missing one: ids cannot be probed across tokens.
-  if (it == sessions_.end() || it->second->principal != principal) {
+  if (!found) {
     return Error(
         ErrorCode::kNotFound,
         "no session \"" + id + "\": it never existed, was closed, or ended (sessions end after " +
@@ -247,16 +443,35 @@ Status SessionManager::Attach(Session& session) {
   if (it == pools_.end()) return Error(ErrorCode::kInternal, "session pool disappeared");
   // An idle container can die between two health checks of its pool; the lease then fails
   // at once and a second one is tried (the dead one is destroyed when its lease ends).
+  const bool keyed = config_.sessions.restart_grace.count() > 0;
+  const bool fresh = session.id.empty();
+  if (keyed && !fresh) {
+    // A replacement: a warm container carries another session's key in its label, which
+    // cannot change, so one is started for this session's id (cold: seconds).
+    auto sandbox = it->second.factory->StartForSession(session.id);
+    if (!sandbox.ok()) return sandbox.error().WithContext("start a container for the session");
+    SANDBOX_RETURN_IF_ERROR((*sandbox)->BeginSession(session.limits, SessionExtras(session)));
+    std::lock_guard state(session.state_mu);
+    session.own = std::move(*sandbox);
+    session.last_contact = Clock::now();
+    return OkStatus();
+  }
   Status last = OkStatus();
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto lease = it->second.pool->Acquire(std::nullopt, session.principal);
     if (!lease.ok()) return lease.error().WithContext("start a container for the session");
     lease->Discard();  // never back to a pool, whatever happens
     auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
-    last = sandbox->BeginSession(session.limits);
+    if (fresh) {
+      // The id its container was made for (its label holds the id's key), when it has one.
+      session.id = sandbox->session_id().empty() ? NewSessionId() : sandbox->session_id();
+      session.key = SessionKey(session.id);
+    }
+    last = sandbox->BeginSession(session.limits, SessionExtras(session));
     if (last.ok()) {
       std::lock_guard state(session.state_mu);
       session.lease = std::move(*lease);
+      session.last_contact = Clock::now();
       return OkStatus();
     }
     if (sandbox->Reusable()) break;  // the harness refused: another container would too
@@ -278,7 +493,7 @@ Status SessionManager::EnsureSandbox(Session& session) {
     // A lease still held means the loss was not reported yet (it was found by a ping); an
     // empty one was reported with the call that lost it.
     lost_silently = sandbox != nullptr;
-    session.lease.Reset();
+    session.ResetSandbox();
     if (lost_silently) {
       ++session.restarts;
       session.pending_notice = kRestartedEmpty;
@@ -304,7 +519,7 @@ Result<nlohmann::json> SessionManager::Op(const std::shared_ptr<Session>& s, nlo
   if (sandbox->Reusable()) return reply.error();
   {
     std::lock_guard state(s->state_mu);
-    s->lease.Reset();
+    s->ResetSandbox();
     ++s->restarts;
   }
   return Error(ErrorCode::kUnavailable, reply.error().message() + "; " + kRestartedEmpty);
@@ -340,8 +555,7 @@ Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
     ++creating_by_principal_[principal];
   }
   auto session = std::make_shared<Session>();
-  session->id = NewSessionId();
-  session->principal = principal;
+  session->principal = principal;  // the id comes with its container (Attach)
   session->pool = pool_name;
   session->limits = *limits;
   session->created = session->last_used = Clock::now();
@@ -353,10 +567,10 @@ Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
   if (!attached.ok()) return attached.error();
   if (stopping_) {
     std::lock_guard state(session->state_mu);
-    session->lease.Reset();
+    session->ResetSandbox();
     return Error(ErrorCode::kUnavailable, "the server is shutting down");
   }
-  sessions_.emplace(session->id, session);
+  sessions_.emplace(session->key, session);
   ++stats_.created_total;
   if (logger_) {
     logger_->info("session {} created for \"{}\" in pool {}", session->id.substr(0, 8), principal,
@@ -391,8 +605,10 @@ Result<std::vector<exec::SessionInfo>> SessionManager::List(const std::string& p
   std::vector<std::shared_ptr<Session>> mine;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, s] : sessions_) {
-      if (s->principal == principal) mine.push_back(s);
+    for (const auto& [key, s] : sessions_) {
+      // A restored session is listed once its owner has used it again: until then its id is
+      // not known here, only the id's hash.
+      if (s->principal == principal && !s->id.empty()) mine.push_back(s);
     }
   }
   std::sort(mine.begin(), mine.end(),
@@ -422,11 +638,11 @@ Result<exec::SessionInfo> SessionManager::Get(const std::string& principal,
   return Snapshot(**s);
 }
 
-void SessionManager::Remove(const std::string& id, const char* why) {
+void SessionManager::Remove(const std::string& key, const char* why) {
   std::shared_ptr<Session> s;
   {
     std::lock_guard lock(mu_);
-    auto it = sessions_.find(id);
+    auto it = sessions_.find(key);
     if (it == sessions_.end()) return;
     s = it->second;
     sessions_.erase(it);
@@ -435,22 +651,31 @@ void SessionManager::Remove(const std::string& id, const char* why) {
   s->closed = true;
   // A call in progress is cancelled and destroys the container when it ends.
   if (s->close_token) s->close_token->Cancel();
-  if (!s->busy) s->lease.Reset();
-  if (logger_) logger_->info("session {} ended: {}", id.substr(0, 8), why);
+  if (!s->busy) s->ResetSandbox();
+  if (logger_) logger_->info("session {} ended: {}", s->LogName(), why);
 }
 
 Status SessionManager::Close(const std::string& principal, const std::string& session_id) {
   auto s = Find(principal, session_id);
   if (!s.ok()) return s.error();
-  Remove(session_id, "closed by its owner");
+  Remove(SessionKey(session_id), "closed by its owner");
   return OkStatus();
 }
 
 void SessionManager::ExpiryLoop() {
+  const bool keep_alive = config_.sessions.restart_grace.count() > 0;
+  const auto period =
+      std::min<std::chrono::milliseconds>(std::chrono::seconds(1), KeepAliveInterval());
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    stop_cv_.wait_for(lock, std::chrono::seconds(1));
+    stop_cv_.wait_for(lock, period);
     if (stopping_) break;
+    if (keep_alive) {
+      lock.unlock();
+      KeepAlive();
+      lock.lock();
+      if (stopping_) break;
+    }
     const auto now = Clock::now();
     std::vector<std::pair<std::string, const char*>> expired;
     for (const auto& [id, s] : sessions_) {
@@ -519,7 +744,7 @@ Result<exec::RunResult> SessionManager::Run(const std::string& principal,
     result.session_reset = true;
     result.detail += result.detail.empty() ? kRestartedEmpty : std::string("; ") + kRestartedEmpty;
     std::lock_guard state(s->state_mu);
-    s->lease.Reset();
+    s->ResetSandbox();
   }
   result.session_notice = notice;
   {

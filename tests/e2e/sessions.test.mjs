@@ -18,7 +18,8 @@ before(async () => {
   server = await startServer({
     config: {
       server: { tokens: { alice: ALICE, bob: BOB } },
-      sessions: { warm: 1, max_per_principal: 3 },
+      // restart_grace_s 0: the sessions end with the server (stopAndCheck expects no leftovers).
+      sessions: { warm: 1, max_per_principal: 3, restart_grace_s: 0 },
     },
   });
 });

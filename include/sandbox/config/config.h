@@ -202,6 +202,12 @@ struct SessionConfig {
   std::int64_t max_upload_bytes = 32LL << 20;  // one upload call, all files together
   // A call on a busy session waits this long for the session, then fails with "busy".
   std::chrono::milliseconds busy_wait{10000};
+  // Upgrades keep sessions: a server that stops (SIGTERM, or dies) leaves its session
+  // containers running this long, and the next start of the same instance_id adopts them
+  // (variables, files and ownership kept). Each container's harness exits by itself once no
+  // server has spoken to it for this long, so nothing outlives it. 0: sessions end with the
+  // server, their containers removed (and the harness exits when its server's stream closes).
+  std::chrono::seconds restart_grace{300};
 
   bool operator==(const SessionConfig&) const = default;
 };

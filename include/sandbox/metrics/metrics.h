@@ -54,6 +54,7 @@ struct SessionSnapshot {
   std::uint64_t created_total = 0;
   std::uint64_t expired_total = 0;
   std::uint64_t restarts_total = 0;
+  std::uint64_t restored_total = 0;  // adopted from an earlier server (restart grace)
 };
 
 // What a scrape reads off the running server.

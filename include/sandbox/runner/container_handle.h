@@ -46,6 +46,13 @@ class ContainerHandle {
   // container carries the server's labels, so crash recovery removes it at the next start.
   void Remove();
 
+  // Gives the container up without removing it (it is left to run on: a session container
+  // that outlives its server). The handle is empty afterwards.
+  void Release() {
+    client_ = nullptr;
+    id_.clear();
+  }
+
  private:
   const docker::Client* client_ = nullptr;
   std::string id_;

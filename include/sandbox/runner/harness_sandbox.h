@@ -26,6 +26,10 @@
 
 namespace sandbox::runner {
 
+// The harness protocol version this server speaks (docs/harness-protocol.md, ready.protocol);
+// an adopted session container's harness, sent by an earlier server, must speak it too.
+inline constexpr int kHarnessProtocol = 3;
+
 // Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
 // Input files a run (or a session upload) may bring. The server checks them before a run; the
 // harness gets the same numbers (config files_in) as its backstop, so the two cannot disagree.
@@ -53,6 +57,12 @@ struct SandboxSetup {
   bool lean = false;
   // A session's file operation not answered in this long resets the session (harness-side).
   std::chrono::milliseconds op_timeout{10000};
+  // Session sandboxes that may outlive their server (sessions.restart_grace_s > 0): the
+  // container keeps its stdin open when the server's stream closes (so a later server can
+  // attach again), and the harness exits once no server has spoken to it for this long while
+  // idle (config watchdog_s), which is then what bounds the container. 0: neither; the harness
+  // exits when the server's stream closes.
+  std::chrono::milliseconds watchdog{0};
   // Container created → harness `ready` (imports and a warm-up plot take seconds).
   std::chrono::milliseconds start_timeout{90000};
   // Added to a run's timeout before the server stops waiting for the harness and kills the
@@ -74,6 +84,14 @@ struct RunLimits {
 
 RunLimits ResolveLimits(const config::Limits& pool_limits);
 
+// What one start adds to its pool's setup.
+struct StartExtras {
+  std::map<std::string, std::string> labels;  // besides the setup's
+  // The id of the session this container is made for, kept with the sandbox (session_id());
+  // never sent to the container nor put in a label.
+  std::string session_id;
+};
+
 // The harness's `config` message for `setup`: every value the harness uses, since it has no
 // defaults of its own (docs/harness-protocol.md, "config").
 nlohmann::json HarnessConfig(const SandboxSetup& setup);
@@ -86,7 +104,16 @@ class HarnessSandbox final : public pool::PooledSandbox {
   static Result<std::unique_ptr<HarnessSandbox>> Start(const docker::Client& client,
                                                        const SandboxSetup& setup,
                                                        std::shared_ptr<spdlog::logger> logger,
-                                                       const std::atomic<bool>* cancel = nullptr);
+                                                       const std::atomic<bool>* cancel = nullptr,
+                                                       StartExtras extras = {});
+  // A running session container of an earlier server (its stdin kept open, see
+  // SandboxSetup::watchdog): attaches to its stdio again. The harness is not sent again;
+  // the caller asks it what it holds (SessionOp resume). The container is owned from here on:
+  // it is removed when the sandbox is destroyed, also when this fails.
+  static Result<std::unique_ptr<HarnessSandbox>> Adopt(const docker::Client& client,
+                                                       const SandboxSetup& setup,
+                                                       const std::string& container_id,
+                                                       std::shared_ptr<spdlog::logger> logger);
   static constexpr std::chrono::milliseconds kStartCancelPoll{100};
   ~HarnessSandbox() override;
 
@@ -98,8 +125,13 @@ class HarnessSandbox final : public pool::PooledSandbox {
 
   // Session sandboxes only (SandboxSetup::session). Sets the limits every interpreter of the
   // session starts with (rlimits, memory narrowing, the per-run filter apply once, before the
-  // first cell). Call once, right after the lease is taken.
-  Status BeginSession(const RunLimits& limits);
+  // first cell). Call once, right after the lease is taken. `extra` members go into the op
+  // as they are (record, watchdog_s: docs/harness-protocol.md).
+  Status BeginSession(const RunLimits& limits, const nlohmann::json& extra = nlohmann::json());
+  // Lets the container run on without this server: closes the stream (its stdin stays open,
+  // see SandboxSetup::watchdog) and gives up ownership, so destroying the sandbox no longer
+  // removes the container. Only for sandboxes with a watchdog; the sandbox is unusable after.
+  void Leave();
   // A file operation of the harness (put_files, list_files, get_file, delete_file): sends
   // `op` with a fresh id and returns the reply's `result`. The harness's refusal becomes
   // kNotFound ("no such file"), kLimit (a size bound) or kInvalidArgument; a lost sandbox
@@ -128,6 +160,8 @@ class HarnessSandbox final : public pool::PooledSandbox {
   // The harness's `ready` message: python version, preloaded modules, isolation, errors.
   const nlohmann::json& ready_info() const { return ready_info_; }
   const std::string& container_id() const { return container_.id(); }
+  // StartExtras::session_id; empty for sandboxes started without one (and adopted ones).
+  const std::string& session_id() const { return session_id_; }
 
  private:
   struct CancelLink;
@@ -170,6 +204,7 @@ class HarnessSandbox final : public pool::PooledSandbox {
   std::string session_notice_;
   bool prepared_ = false;            // a `ready` arrived after the last `done`
   docker::ResourceUpdate narrowed_;  // the limits NarrowToRunLimits set (0: the ceiling)
+  std::string session_id_;
 };
 
 }  // namespace sandbox::runner

@@ -35,6 +35,9 @@ struct SandboxSpecInput {
   std::string instance_id;
   std::map<std::string, std::string> extra_labels;  // e.g. a session id
   bool session = false;  // labelled mode=session instead of the pool's mode
+  // A session container that may outlive its server: stdin stays open when the server's
+  // stream closes (StdinOnce false); its harness's watchdog bounds it instead.
+  bool keep_stdin_open = false;
 };
 
 docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input);

@@ -36,8 +36,15 @@ class HarnessSandboxFactory final : public pool::SandboxFactory {
   // Starts without the preload while requests wait (pool.skip_preload_when_queued).
   Result<std::unique_ptr<pool::PooledSandbox>> CreateFor(
       const pool::StartContext& context) override;
+  // A session container for `session_id`, started now rather than taken from a pool: a
+  // container labelled with another session's key could not be adopted for this one after a
+  // restart (labels are fixed at creation). For session setups with a watchdog.
+  Result<std::unique_ptr<runner::HarnessSandbox>> StartForSession(const std::string& session_id);
   // Starts in flight give up (their containers are removed); later ones fail at once.
   void CancelStarts() override { cancel_starts_.store(true); }
+  // The setup containers start from now (adopted session containers are driven by it). Never
+  // freed, so the reference stays valid when the limits change.
+  const runner::SandboxSetup& setup() const;
   // The pool's default run limits now; containers started from here on are built with them.
   config::Limits limits() const;
   void SetLimits(const config::Limits& limits);
@@ -92,11 +99,16 @@ struct SweepOptions {
   // Containers without the owner label (older versions) older than this are swept; see
   // SweepUnlabelled and LeftoverMaxLife.
   std::chrono::seconds unlabelled_max_life{std::chrono::hours(24)};
+  // sessions.restart_grace_s > 0 (and sessions on): a gone owner's running session containers
+  // with a session key are not removed but returned for adoption (SessionManager::Adopt).
+  bool keep_sessions = false;
 };
 
 struct SweepCounts {
   int removed = 0;  // leftovers of gone owners (and old unlabelled ones)
   int kept = 0;     // containers of live or undecidable owners, left alone
+  // Session containers of gone owners kept for adoption (SweepOptions::keep_sessions).
+  std::vector<docker::ContainerSummary> left_sessions;
 };
 
 // Crash recovery at start-up: removes the containers of the instance whose owner is provably

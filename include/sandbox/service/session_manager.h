@@ -8,9 +8,15 @@
 // manager replaces it with a fresh one from the pool under the same session id, also
 // "restarted empty". A session is never left half-alive.
 //
+// Restarts of the server (sessions.restart_grace_s > 0): sessions are found by the SHA-256 of
+// their id (session_record.h). Shutdown(leave_sessions) leaves idle sessions' containers
+// running; the next server of the same instance adopts them (Adopt) and serves them again once
+// their owner presents the id. The expiry thread pings idle sessions often enough that their
+// harness's watchdog (the grace) never fires while this server runs.
+//
 // Threads: one expiry thread (closes sessions past their idle timeout or lifetime, once a
-// second), plus the session pools' own threads. Shutdown() joins them and destroys every
-// session's container.
+// second, and pings idle sessions), plus the session pools' own threads. Shutdown() joins them
+// and destroys every session's container (or leaves it running, see above).
 //
 // Thread-safety: every method may be called from any thread at any time.
 #pragma once
@@ -48,8 +54,16 @@ class SessionManager final : public exec::SessionService {
   // Starts the session pools (the default pool keeps sessions.warm containers ready) and the
   // expiry thread.
   void Start();
-  // Ends every session (destroying its container) and stops the pools. Idempotent.
-  void Shutdown();
+  // Ends every session (destroying its container) and stops the pools. Idempotent. With
+  // `leave_sessions` and sessions.restart_grace_s > 0, a session's container is left running
+  // instead (a call in progress is cancelled first), for the next server to adopt.
+  void Shutdown(bool leave_sessions = false);
+  // Adopts session containers an earlier server of this instance left (SweepCounts::
+  // left_sessions): re-attaches to each, asks its harness for the session's record and
+  // decides (DecideAdoption); removes the ones not adopted. A restored session is served again
+  // once its owner presents its id (the record's MAC is checked then). Call before Start().
+  // Returns how many were adopted.
+  int Adopt(const std::vector<docker::ContainerSummary>& left);
 
   Result<exec::SessionInfo> Create(const std::string& principal,
                                    const exec::SessionCreateRequest& request) override;
@@ -76,6 +90,7 @@ class SessionManager final : public exec::SessionService {
     std::uint64_t created_total = 0;
     std::uint64_t expired_total = 0;  // closed by the idle timeout or the lifetime
     std::uint64_t restarts_total = 0;
+    std::uint64_t restored_total = 0;  // adopted after a server restart
   };
   Stats stats() const;
   // Each session pool's figures, by the pool's name ("<pool>/sessions").
@@ -90,27 +105,35 @@ class SessionManager final : public exec::SessionService {
   };
   class Call;  // a call holding a session exclusively (session_manager.cc)
 
-  SessionManager(const config::Config& config, const SandboxService& service,
-                 std::shared_ptr<spdlog::logger> logger);
+  SessionManager(const config::Config& config, const docker::Client& client,
+                 const SandboxService& service, std::shared_ptr<spdlog::logger> logger);
 
   Result<std::shared_ptr<Session>> Find(const std::string& principal, const std::string& id);
-  // Gives the session a working sandbox: a fresh lease from its pool, with the session begun.
+  // Gives the session a working sandbox: a fresh lease from its pool (or, for a session whose
+  // container must carry its key, a container started for it), with the session begun.
   Status Attach(Session& session);
+  // The session op's extras: the record (with restart grace) and the harness's watchdog.
+  nlohmann::json SessionExtras(const Session& session) const;
+  // Pings idle sessions not heard from for kKeepAlive, so their watchdog never fires.
+  void KeepAlive();
+  std::chrono::milliseconds KeepAliveInterval() const;
   // Attach() when the session has no working sandbox (noting a restart not yet reported).
   Status EnsureSandbox(Session& session);
   // One harness file operation on the session, holding it exclusively.
   Result<nlohmann::json> Op(const std::shared_ptr<Session>& session, nlohmann::json op);
   exec::SessionInfo Snapshot(Session& session);
   void ExpiryLoop();
-  void Remove(const std::string& id, const char* why);
+  void Remove(const std::string& key, const char* why);
 
   const config::Config& config_;
+  const docker::Client& client_;
   const SandboxService& service_;
   std::shared_ptr<spdlog::logger> logger_;
   std::map<std::string, PoolEntry> pools_;
 
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Session>> sessions_;  // by id
+  // By SessionKey(id): a restored session's id is not known until its owner presents it.
+  std::map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;  // Create() calls past the quota check, not yet in sessions_
   std::map<std::string, int> creating_by_principal_;
   Stats stats_;

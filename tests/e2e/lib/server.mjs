@@ -71,8 +71,9 @@ export function writeConfig(instanceId, pool = {}, extra = {}) {
     // a call that finds no warm sandbox waits for one instead of failing as busy after 10 s.
     pools: [{ name: 'default', min_idle: 1, max_total: 4, acquire_timeout_ms: 60_000, ...pool }],
     // No warm session container unless a test asks for one: suites that count an instance's
-    // containers see only the pool's, and the machine is spared a start per server.
-    sessions: { warm: 0 },
+    // containers see only the pool's, and the machine is spared a start per server. No restart
+    // grace: sessions end with their server, so stopAndCheck finds nothing left.
+    sessions: { warm: 0, restart_grace_s: 0 },
     ...extra,
   };
   writeFileSync(file, JSON.stringify(config, null, 2));

@@ -166,8 +166,9 @@ TEST(CrashRecoveryTest, UnlabelledContainersSweptOnlyWhenStopped) {
 TEST(CrashRecoveryTest, SecondServerOfTheInstanceLeavesTheFirstAlone) {
   const auto instance = sandbox::testing::TestInstanceId("twice");
   const auto& client = Engine::Get().client();
+  // No restart grace: the session ends with its server, so the test leaves nothing behind.
   constexpr const char* kWithSessions =
-      R"("sessions": {"enabled": true, "max_total": 2},)"
+      R"("sessions": {"enabled": true, "max_total": 2, "restart_grace_s": 0},)"
       R"( "pools": [{"name": "default", "min_idle": 1, "max_total": 3}])";
   sandbox::testing::ServerProcess first(instance, FreePort(), kWithSessions);
   ASSERT_TRUE(WaitFor([&] { return first.Ready(); }, seconds(120)));

@@ -408,3 +408,24 @@ TEST(ConfigTest, AutoscaleParsesWithDefaultsAndIsValidated) {
 
 }  // namespace
 }  // namespace sandbox::config
+
+namespace sandbox::config {
+namespace {
+
+TEST(ConfigTest, RestartGraceDefaultsToFiveMinutesAndIsBounded) {
+  Config c;
+  EXPECT_EQ(c.sessions.restart_grace, std::chrono::seconds(300));
+  auto cfg = ApplyJson(Config{}, nlohmann::json::parse(R"({"sessions": {"restart_grace_s": 0}})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->sessions.restart_grace, std::chrono::seconds(0));
+  EXPECT_TRUE(Validate(*cfg).ok());
+  c.sessions.restart_grace = std::chrono::seconds(-1);
+  auto bad = Validate(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("sessions.restart_grace_s"), std::string::npos);
+  c.sessions.restart_grace = std::chrono::hours(25);
+  EXPECT_FALSE(Validate(c).ok());
+}
+
+}  // namespace
+}  // namespace sandbox::config

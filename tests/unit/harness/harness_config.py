@@ -20,6 +20,7 @@ CONFIG = {
     "limits": {"timeout_s": 10.0, "output_bytes": 1 << 20, "cpu_s": 0, "nproc": 64,
                "nofile": 256, "fsize_bytes": 16 << 20, "memory_bytes": 0},
     "op_timeout_s": 10.0,
+    "watchdog_s": 0,
     "list_max_entries": 1000,
     "paths": {"max_path_bytes": 1024, "max_name_bytes": 255},
     "walk": {"max_entries": 10000, "max_depth": 32},

@@ -1495,6 +1495,41 @@ class SessionModeTest(unittest.TestCase):
         self.assertEqual(z.proc.wait(10), 0)
         self.assertIn(b"bytes written between cells", z.proc.stderr.read())
 
+    def test_resume_returns_the_record_and_the_watchdog_ends_an_abandoned_session(self):
+        z = Zygote(self, mode="session", watchdog_s=60)
+        z.frames("ready")
+        record = {"v": 1, "principal": "alice", "mac": "00"}
+        self.assertEqual(self.op(z, op="session", id="s", record=record)["ok"], True)
+        out, _, ev = z.run("x = 41\nprint(x)")
+        self.assertEqual(out, b"41\n")
+        z.frames("ready")
+        reply = self.op(z, op="resume", id="r")
+        self.assertEqual(reply["ok"], True)
+        result = reply["result"]
+        self.assertEqual(result["record"], record)
+        self.assertEqual((result["protocol"], result["watchdog_s"]), (h.PROTOCOL_VERSION, 60.0))
+        self.assertGreaterEqual(result["idle_s"], 0)
+        self.assertEqual(result["session_started"], True)
+        out, _, ev = z.run("print(x + 1)")
+        self.assertEqual(out, b"42\n")  # a resume changes nothing of the session
+        z.frames("ready")
+        # A short watchdog and no server any more: the harness exits by itself.
+        self.assertEqual(self.op(z, op="session", id="w", watchdog_s=0.5)["ok"], True)
+        self.assertEqual(z.proc.wait(30), 0)
+        self.assertIn(b"no message from a server", z.proc.stderr.read())
+
+    def test_record_and_watchdog_are_checked(self):
+        self.assertIsNone(h.parse_session_record({"op": "session"}))
+        for bad in ("text", [1], {"big": "x" * 5000}):
+            with self.assertRaises(h.ProtocolError, msg=repr(bad)[:40]):
+                h.parse_session_record({"op": "session", "record": bad})
+        self.assertEqual(h.parse_watchdog({"watchdog_s": 0}, "config"), 0.0)
+        for bad in (-1, "5", True, float("inf")):
+            with self.assertRaises(h.ProtocolError, msg=repr(bad)):
+                h.parse_watchdog({"watchdog_s": bad}, "config")
+        with self.assertRaises(h.ProtocolError):
+            h.parse_watchdog({}, "config")
+
     def test_op_timeout_and_untrusted_replies(self):
         z = Zygote(self, mode="session", op_timeout_s=1)
         z.frames("ready")

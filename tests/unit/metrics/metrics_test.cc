@@ -71,7 +71,7 @@ TEST(MetricsTest, SnapshotStatesAreRendered) {
   pool.created_total = 9;
   pool.start_failures_total = 1;
   now.pools.push_back(pool);
-  now.sessions = SessionSnapshot{4, 10, 5, 1};
+  now.sessions = SessionSnapshot{4, 10, 5, 1, 2};
   now.mcp_sessions = 7;
   now.streams_open = 2;
   now.stream_slots = 256;
@@ -86,6 +86,7 @@ TEST(MetricsTest, SnapshotStatesAreRendered) {
       text, HasSubstr(R"(sandbox_pool_container_starts_total{pool="default",result="failed"} 1)"));
   EXPECT_THAT(text, HasSubstr("sandbox_sessions 4"));
   EXPECT_THAT(text, HasSubstr("sandbox_sessions_created_total 10"));
+  EXPECT_THAT(text, HasSubstr("sandbox_sessions_restored_total 2"));
   EXPECT_THAT(text, HasSubstr("sandbox_mcp_sessions 7"));
   EXPECT_THAT(text, HasSubstr("sandbox_http_streams 2"));
   EXPECT_THAT(text, HasSubstr("sandbox_engine_up 1"));

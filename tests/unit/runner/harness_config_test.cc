@@ -93,6 +93,16 @@ TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
   EXPECT_TRUE(cfg["seccomp_bpf"].get<bool>());
 }
 
+// A session setup's watchdog reaches the harness (in seconds); other modes never get one.
+TEST(HarnessConfigTest, TheWatchdogIsASessionsOnly) {
+  SandboxSetup setup = DefaultSetup();
+  setup.watchdog = std::chrono::milliseconds(2500);
+  EXPECT_EQ(HarnessConfig(setup)["watchdog_s"].get<double>(), 0.0);
+  setup.session = true;
+  EXPECT_EQ(HarnessConfig(setup)["watchdog_s"].get<double>(), 2.5);
+  EXPECT_FALSE(ParseInHarness(HarnessConfig(setup)).contains("error"));
+}
+
 // Each field the server sends is one the harness needs: without it the harness refuses the
 // config (no default of its own could take its place and disagree).
 TEST(HarnessConfigTest, EveryFieldIsRequiredByTheHarness) {

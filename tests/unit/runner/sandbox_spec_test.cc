@@ -84,3 +84,28 @@ TEST(SandboxSpecTest, GvisorKeepsEnoughPids) {
 
 }  // namespace
 }  // namespace sandbox::runner
+
+namespace sandbox::runner {
+namespace {
+
+// Only a session container meant to outlive its server keeps stdin open on detach; every other
+// container's harness sees end of input when its server goes (and AutoRemove follows).
+TEST(SandboxSpecTest, OnlySessionsThatOutliveTheServerKeepStdinOpen) {
+  config::PoolConfig pool;
+  SandboxSpecInput input;
+  input.pool = &pool;
+  input.instance_id = "test-instance";
+  EXPECT_TRUE(BuildSandboxSpec(input).stdin_once);
+  input.session = true;
+  EXPECT_TRUE(BuildSandboxSpec(input).stdin_once);
+  input.keep_stdin_open = true;
+  auto spec = BuildSandboxSpec(input);
+  EXPECT_FALSE(spec.stdin_once);
+  EXPECT_TRUE(spec.open_stdin);
+  EXPECT_TRUE(spec.host_config.readonly_rootfs);  // the hardening stays as it is
+  EXPECT_EQ(spec.host_config.network_mode, "none");
+  EXPECT_EQ(docker::BuildCreateBody(spec).at("HostConfig").value("AutoRemove", false), true);
+}
+
+}  // namespace
+}  // namespace sandbox::runner
