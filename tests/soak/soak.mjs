@@ -78,7 +78,8 @@ const CALL_TIMEOUT_MS = 180_000; // bounds a hang; far above any workload's own 
 const QUIET_TIMEOUT_MS = 90_000;
 const REST_SETTLE_MS = 5_000;
 const POOL = { min_idle: 2, max_total: 4, acquire_timeout_ms: 120_000, limits: { memory_bytes: 256 << 20 } };
-const CONFIG = { sessions: { warm: 1, max_total: 8, max_per_principal: 8 } };
+// No restart grace: the soak checks that nothing of its instance outlives the server.
+const CONFIG = { sessions: { warm: 1, max_total: 8, max_per_principal: 8, restart_grace_s: 0 } };
 
 // ---- failures ----------------------------------------------------------------------------
 
