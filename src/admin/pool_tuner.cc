@@ -9,18 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-json LimitsJson(const config::Limits& l) {
-  return json{{"timeout_s", l.timeout_s},
-              {"memory_bytes", l.memory_bytes},
-              {"cpus", l.cpus},
-              {"pids", l.pids},
-              {"nproc", l.nproc},
-              {"nofile", l.nofile},
-              {"fsize_bytes", l.fsize_bytes},
-              {"tmpfs_bytes", l.tmpfs_bytes},
-              {"output_bytes", l.output_bytes},
-              {"cpu_s", l.cpu_s}};
-}
+using config::LimitsJson;
 
 json AutoscaleJson(const config::AutoscaleConfig& a) {
   return json{{"enabled", a.enabled},

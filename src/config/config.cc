@@ -349,6 +349,19 @@ Status CheckPackages(const PoolConfig& p, const std::string& path) {
 
 }  // namespace
 
+json LimitsJson(const Limits& l) {
+  return json{{"timeout_s", l.timeout_s},
+              {"memory_bytes", l.memory_bytes},
+              {"cpus", l.cpus},
+              {"pids", l.pids},
+              {"nproc", l.nproc},
+              {"nofile", l.nofile},
+              {"fsize_bytes", l.fsize_bytes},
+              {"tmpfs_bytes", l.tmpfs_bytes},
+              {"output_bytes", l.output_bytes},
+              {"cpu_s", l.cpu_s}};
+}
+
 Status ApplyLimitsJson(const json& doc, const std::string& path, Limits& out) {
   return ApplyLimits(doc, path, out);
 }

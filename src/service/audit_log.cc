@@ -24,8 +24,8 @@ std::string Quoted(const std::string& text) {
 std::string SessionDigest(const std::string& session_id) {
   if (session_id.empty()) return "-";
   std::uint64_t hash = 14695981039346656037ULL;
-  for (unsigned char c : session_id) {
-    hash ^= c;
+  for (const char c : session_id) {
+    hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ULL;
   }
   char text[17];

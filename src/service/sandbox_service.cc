@@ -566,23 +566,12 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   for (const auto& [name, entry] : pools_) {
     const auto& pc = *entry.config;
     auto stats = entry.pool->stats();
-    auto limits_json = [](const config::Limits& l) {
-      return json{{"timeout_s", l.timeout_s},
-                  {"memory_bytes", l.memory_bytes},
-                  {"cpus", l.cpus},
-                  {"pids", l.pids},
-                  {"nproc", l.nproc},
-                  {"nofile", l.nofile},
-                  {"fsize_bytes", l.fsize_bytes},
-                  {"tmpfs_bytes", l.tmpfs_bytes},
-                  {"output_bytes", l.output_bytes}};
-    };
     pools.push_back({{"name", name},
                      {"mode", std::string(config::PoolModeName(pc.mode))},
                      {"image", pc.image},
                      {"runtime", pc.runtime.empty() ? "runc" : pc.runtime},
-                     {"limits", limits_json(entry.factory->limits())},
-                     {"max_limits", limits_json(pc.max_limits)},
+                     {"limits", config::LimitsJson(entry.factory->limits())},
+                     {"max_limits", config::LimitsJson(pc.max_limits)},
                      {"python", entry.factory->python_version()},
                      {"executables", ExecutablesOf(name)},
                      // What its image was built with on top of the sandbox image (checked

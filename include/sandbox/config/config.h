@@ -239,6 +239,8 @@ Result<Config> ApplyJson(Config base, const nlohmann::json& doc);
 // The same for one pool's `limits` and `autoscale` objects (the admin API's changes): the keys
 // present override `out`; `path` names the object in errors.
 Status ApplyLimitsJson(const nlohmann::json& doc, const std::string& path, Limits& out);
+// Limits as the configuration file spells them (every field), for answers that show them.
+nlohmann::json LimitsJson(const Limits& limits);
 Status ApplyAutoscaleJson(const nlohmann::json& doc, const std::string& path, AutoscaleConfig& out);
 
 // Builds the configuration from argv and the environment (SANDBOX_MCP_TOKEN), reading
