@@ -228,6 +228,10 @@ class Conversation {
     FUZZ_CHECK(answer.has_value(), "well-formed HTTP");
     FUZZ_CHECK(answer->status != 500, "no 500");
     FUZZ_CHECK(answer->complete || method == "HEAD", "a whole body");
+    if (method == "DELETE" && target == "/mcp" && with_session && (flags & 1024) == 0 &&
+        answer->status == 200) {
+      session_id_.clear();  // this step ended the live session itself
+    }
     // Routes of these transports (HEAD is routed to GET, without a body).
     const bool routed = (target == "/mcp" && method != "OPTIONS" && method != "HEAD") ||
                         (target == "/sse" && method == "GET") ||
