@@ -142,10 +142,11 @@ std::string HmacSha256Hex(std::string_view key, std::string_view message) {
 }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
+  // Every byte of `a` is compared whatever `b` is, so timing tells nothing but a's length.
+  std::uint8_t diff = a.size() == b.size() ? 0 : 1;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    const std::uint8_t other = b.empty() ? 0 : static_cast<std::uint8_t>(b[i % b.size()]);
+    diff = static_cast<std::uint8_t>(diff | (static_cast<std::uint8_t>(a[i]) ^ other));
   }
   return diff == 0;
 }

@@ -7,6 +7,7 @@
 
 #include "http_util.h"
 #include "sandbox/core/log_context.h"
+#include "sandbox/core/sha256.h"
 #include "sandbox/mcp/random_id.h"
 
 namespace sandbox::http {
@@ -46,16 +47,6 @@ bool IsIpv4Loopback(std::string_view host) {
     }
   }
   return parts == 3 && digits > 0;
-}
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  // Every byte of `a` is compared whatever `b` is, so timing tells nothing but a's length.
-  std::uint8_t diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::uint8_t other = b.empty() ? 0 : static_cast<std::uint8_t>(b[i % b.size()]);
-    diff = static_cast<std::uint8_t>(diff | (static_cast<std::uint8_t>(a[i]) ^ other));
-  }
-  return diff == 0;
 }
 
 std::string NormalizeOrigin(std::string_view origin) {

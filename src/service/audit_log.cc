@@ -4,8 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "sandbox/core/sha256.h"
 
 namespace sandbox::service {
 namespace {
@@ -20,17 +21,10 @@ std::string Quoted(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// FNV-1a: a stable digest that correlates a session's runs without logging the id itself.
+// The first 16 hex digits of the id's SHA-256 (the session key its container's label holds):
+// correlates a session's runs without logging the id itself.
 std::string SessionDigest(const std::string& session_id) {
-  if (session_id.empty()) return "-";
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : session_id) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
-  return text;
+  return session_id.empty() ? std::string("-") : Sha256Hex(session_id).substr(0, 16);
 }
 
 std::int64_t MillisSince(Clock::time_point start) {
