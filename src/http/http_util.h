@@ -11,11 +11,15 @@
 
 namespace sandbox::http::detail {
 
-// An HTTP error whose body is a JSON-RPC error with a null id (what MCP clients parse).
+// An HTTP error whose body is a JSON-RPC error (what MCP clients parse), with the request's id
+// when the body was read that far (null otherwise) and the error's data when it has one.
 inline void SendRpcError(httplib::Response& res, int status, int code, const std::string& message,
-                         const nlohmann::json& id = nullptr) {
+                         const nlohmann::json& id = nullptr, const nlohmann::json& data = nullptr) {
   res.status = status;
-  res.set_content(mcp::DumpJson(mcp::MakeError(id, {code, message})), "application/json");
+  const mcp::RpcError error{code, message};
+  res.set_content(
+      mcp::DumpJson(data.is_null() ? mcp::MakeError(id, error) : mcp::MakeError(id, error, data)),
+      "application/json");
 }
 
 // A stream beyond a stream limit, refused at once rather than queued behind the open ones for

@@ -2,10 +2,15 @@
 
 #include <httplib.h>
 
+#include <optional>
+#include <variant>
+
 #include "http_util.h"
+#include "sandbox/http/mcp_headers.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/random_id.h"
+#include "sandbox/mcp/request_meta.h"
 
 namespace sandbox::http {
 namespace {
@@ -37,6 +42,27 @@ bool IsInitialize(const json& message) {
 
 bool IsRequest(const json& message) {
   return message.is_object() && message.contains("method") && message.contains("id");
+}
+
+// The id to echo in a refusal: the request's, when the body is one object with a valid id.
+json IdOf(const json& message) {
+  if (!message.is_object()) return nullptr;
+  auto id = message.find("id");
+  if (id == message.end() || !(id->is_string() || id->is_number())) return nullptr;
+  return *id;
+}
+
+// Which era a POST speaks. A session id or initialize (without a 2026-07-28 header) is the
+// legacy handshake's; a 2026-07-28 header, or no header but a body that names its version in
+// _meta (or asks server/discover), is the stateless revision's. Anything else stays legacy, so
+// today's clients see exactly today's answers.
+bool IsModernPost(const httplib::Request& req, const json& message,
+                  const std::optional<std::string>& header_version) {
+  if (req.has_header(kSessionHeader)) return false;
+  if (header_version) return mcp::IsModernProtocolVersion(*header_version);
+  if (!message.is_object() || IsInitialize(message)) return false;
+  return mcp::MetaProtocolVersion(message).has_value() ||
+         (message.contains("method") && message["method"] == "server/discover");
 }
 
 }  // namespace
@@ -184,20 +210,29 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
         "Payload Too Large: the limit is " + std::to_string(options_.max_body_bytes) + " bytes");
     return;
   }
-  if (req.has_header(kVersionHeader) &&
-      !mcp::IsSupportedProtocolVersion(req.get_header_value(kVersionHeader))) {
-    detail::SendRpcError(res, 400, kServerError,
-                         "Bad Request: unsupported MCP-Protocol-Version " +
-                             req.get_header_value(kVersionHeader) +
-                             " (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)");
-    return;
-  }
   auto parsed = mcp::ParseJsonText(req.body);
   if (!parsed.ok()) {
     detail::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
     return;
   }
   json message = std::move(parsed).value();
+  // Read after the body, so that the refusal can name the request's id (2026-07-28 wants every
+  // error to echo it).
+  std::optional<std::string> header_version;
+  if (req.has_header(kVersionHeader)) {
+    header_version = std::string(detail::Trim(req.get_header_value(kVersionHeader)));
+  }
+  if (header_version && !mcp::IsSupportedProtocolVersion(*header_version) &&
+      !mcp::IsModernProtocolVersion(*header_version)) {
+    detail::SendRpcError(res, 400, mcp::rpc_code::kUnsupportedProtocolVersion,
+                         "Unsupported protocol version: MCP-Protocol-Version " + *header_version,
+                         IdOf(message), mcp::UnsupportedVersionData(*header_version));
+    return;
+  }
+  if (IsModernPost(req, message, header_version)) {
+    HandleModernPost(req, std::move(message), res);
+    return;
+  }
 
   if (IsInitialize(message)) {
     std::pair<int, std::string> refusal;
@@ -234,12 +269,14 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
 
   if (!req.has_header(kSessionHeader)) {
     detail::SendRpcError(res, 400, kServerError,
-                         "Bad Request: Mcp-Session-Id header is required (send initialize first)");
+                         "Bad Request: Mcp-Session-Id header is required (send initialize first, "
+                         "or name protocol version 2026-07-28 in MCP-Protocol-Version and _meta)",
+                         IdOf(message));
     return;
   }
   auto session = FindSession(req.get_header_value(kSessionHeader), PrincipalOf(req));
   if (session == nullptr) {
-    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
+    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found", IdOf(message));
     return;
   }
 
@@ -265,7 +302,8 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     return;
   }
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    StreamCall(session, std::move(message), res);
+    StreamCall(std::shared_ptr<mcp::Session>(session, &session->mcp), false, std::move(message),
+               res);
     return;
   }
   mcp::NullOutbound out;
@@ -277,13 +315,77 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   detail::SendJson(res, 200, *response);
 }
 
-void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& session, json message,
-                                         httplib::Response& res) {
+void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json message,
+                                               httplib::Response& res) {
+  const json id = IdOf(message);
+  if (!message.is_object()) {
+    detail::SendRpcError(res, 400, kInvalidRequest,
+                         "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; "
+                         "send one message per POST");
+    return;
+  }
+  if (!req.has_header(kVersionHeader)) {
+    detail::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch,
+                         "Header mismatch: the MCP-Protocol-Version header is required", id);
+    return;
+  }
+  HeaderLookup header = [&req](std::string_view name) -> std::optional<std::string> {
+    std::string key(name);
+    if (!req.has_header(key)) return std::nullopt;
+    return req.get_header_value(key);
+  };
+  if (auto mismatch = CheckMcpHeaders(header, message, mcp::MetaProtocolVersion(message))) {
+    detail::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch, *mismatch, id);
+    return;
+  }
+  if (!IsRequest(message)) {
+    // Notifications mean nothing over HTTP in this revision (cancelling is closing the stream);
+    // client responses have no request to answer. An invalid envelope still gets its error.
+    if (auto refusal = dispatcher_.CheckModern(message)) {
+      detail::SendJson(res, 400, *refusal);
+      return;
+    }
+    res.status = 202;
+    return;
+  }
+  if (message.contains("params")) {
+    auto meta = mcp::ParseRequestMeta(message["params"]);
+    if (auto* failure = std::get_if<mcp::RpcFailure>(&meta)) {
+      detail::SendRpcError(res, 400, failure->error.code, failure->error.message, id,
+                           failure->data);
+      return;
+    }
+  }
+  if (auto refusal = dispatcher_.CheckModern(message)) {
+    // -32602 from _meta (no params at all) is a malformed request: 400 like the others above.
+    int status = mcp::Dispatcher::ModernHttpStatus(*refusal);
+    if (!message.contains("params")) status = 400;
+    detail::SendJson(res, status, *refusal);
+    return;
+  }
+  // No transport session: the request is served on its own, its calls registered in a
+  // throwaway record that lives as long as the request.
+  auto calls = std::make_shared<mcp::Session>(PrincipalOf(req));
+  if (mcp::Dispatcher::IsLongRunning(message)) {
+    StreamCall(std::move(calls), true, std::move(message), res);
+    return;
+  }
+  mcp::NullOutbound out;
+  auto response = dispatcher_.HandleModern(*calls, message, out);
+  if (!response) {
+    res.status = 202;
+    return;
+  }
+  detail::SendJson(res, mcp::Dispatcher::ModernHttpStatus(*response), *response);
+}
+
+void StreamableHttpTransport::StreamCall(std::shared_ptr<mcp::Session> session, bool modern,
+                                         json message, httplib::Response& res) {
   const json id = message["id"];
   std::shared_ptr<SlotLimiter::Slot> slot;
   if (options_.stream_slots) {
     SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
-    slot = options_.stream_slots->TryAcquire(session->mcp.principal(), &why);
+    slot = options_.stream_slots->TryAcquire(session->principal(), &why);
     if (!slot) {
       detail::SendTooManyStreams(res, *options_.stream_slots, why, id);
       return;
@@ -291,15 +393,17 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& ses
   }
   auto channel = std::make_shared<SseChannel>();
   // The stream is the only way the result can reach the client: when it goes, cancel the run.
-  std::weak_ptr<HttpSession> weak = session;
+  std::weak_ptr<mcp::Session> weak = session;
   channel->OnAbandon([weak, id, logger = logger_] {
-    if (auto s = weak.lock(); s && s->mcp.CancelRequest(id)) {
+    if (auto s = weak.lock(); s && s->CancelRequest(id)) {
       logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
     }
   });
-  bool spawned = tasks_.Spawn([this, session, channel, message = std::move(message)] {
+  bool spawned = tasks_.Spawn([this, session, modern, channel, message = std::move(message)] {
     ChannelOutbound out(channel);
-    if (auto response = dispatcher_.Handle(session->mcp, message, out)) {
+    auto response = modern ? dispatcher_.HandleModern(*session, message, out)
+                           : dispatcher_.Handle(*session, message, out);
+    if (response) {
       channel->Push(FormatSseEvent("message", mcp::DumpJson(*response)));
     }
     channel->Close();
@@ -314,7 +418,11 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<HttpSession>& ses
 
 void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib::Response& res) {
   if (!req.has_header(kSessionHeader)) {
-    detail::SendRpcError(res, 400, kServerError, "Bad Request: Mcp-Session-Id header is required");
+    // Only a legacy session can be ended; 2026-07-28 has none (its rule for DELETE is 405).
+    res.set_header("Allow", "POST, DELETE");
+    detail::SendRpcError(res, 405, kServerError,
+                         "Method Not Allowed: DELETE ends a session named by Mcp-Session-Id; "
+                         "protocol version 2026-07-28 has no sessions");
     return;
   }
   const std::string id = req.get_header_value(kSessionHeader);

@@ -49,11 +49,13 @@ class FixtureTool final : public Tool {
  public:
   using Body = std::function<json(ToolContext&)>;
   FixtureTool(std::string name, std::string description, Body body,
-              json input_schema = {{"type", "object"}, {"properties", json::object()}})
+              json input_schema = {{"type", "object"}, {"properties", json::object()}},
+              json required = json::object())
       : name_(std::move(name)),
         description_(std::move(description)),
         body_(std::move(body)),
-        input_schema_(std::move(input_schema)) {}
+        input_schema_(std::move(input_schema)),
+        required_(std::move(required)) {}
   std::string name() const override { return name_; }
   json Definition() const override {
     return {{"name", name_}, {"description", description_}, {"inputSchema", input_schema_}};
@@ -61,12 +63,14 @@ class FixtureTool final : public Tool {
   Result<json> Call(const json& /*arguments*/, ToolContext& context) override {
     return body_(context);
   }
+  json RequiredClientCapabilities() const override { return required_; }
 
  private:
   std::string name_;
   std::string description_;
   Body body_;
   json input_schema_;
+  json required_;
 };
 
 void Sleep50ms() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
@@ -128,10 +132,13 @@ class FixtureResources final : public ResourceProvider {
 
 std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
   std::vector<std::unique_ptr<Tool>> tools;
+  const json no_arguments = {{"type", "object"}, {"properties", json::object()}};
   auto add = [&](std::string name, std::string description, FixtureTool::Body body,
-                 json schema = {{"type", "object"}, {"properties", json::object()}}) {
+                 json schema = {{"type", "object"}, {"properties", json::object()}},
+                 json required = json::object()) {
     tools.push_back(std::make_unique<FixtureTool>(std::move(name), std::move(description),
-                                                  std::move(body), std::move(schema)));
+                                                  std::move(body), std::move(schema),
+                                                  std::move(required)));
   };
   add("test_simple_text", "Conformance fixture: returns simple text", [](ToolContext&) {
     return json{{"content", {Text("This is a simple text response for testing.")}}};
@@ -181,6 +188,30 @@ std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
         Sleep50ms();
         ctx.notifier.ProgressValue(100, 100, "");
         return json{{"content", {Text("Tool with progress executed successfully")}}};
+      });
+  // 2026-07-28 fixtures (server-stateless): a tool that needs sampling, refused with -32021
+  // unless the request declares it; logs that leave only when the request names a level; a
+  // streamed answer that carries no request of the server's own.
+  add(
+      "test_missing_capability", "Conformance fixture: requires the sampling capability",
+      [](ToolContext&) {
+        return json{{"content", {Text("sampling was declared")}}};
+      },
+      no_arguments, json{{"sampling", json::object()}});
+  add("test_logging_tool", "Conformance fixture: logs at info, only when the request asks",
+      [](ToolContext& ctx) {
+        ctx.notifier.Log(LogLevel::kInfo, "conformance", "logging tool started");
+        Sleep50ms();
+        ctx.notifier.Log(LogLevel::kInfo, "conformance", "logging tool finished");
+        return json{{"content", {Text("Logging tool executed")}}};
+      });
+  add("test_streaming_elicitation",
+      "Conformance fixture: a streamed answer with progress and no server requests",
+      [](ToolContext& ctx) {
+        ctx.notifier.ProgressValue(0, 1, "started");
+        Sleep50ms();
+        ctx.notifier.ProgressValue(1, 1, "done");
+        return json{{"content", {Text("Streaming tool executed")}}};
       });
   add("test_error_handling", "Conformance fixture: always fails", [](ToolContext&) {
     return json{{"isError", true},

@@ -1,5 +1,6 @@
 #include "sandbox/mcp/dispatcher.h"
 
+#include <cstdint>
 #include <exception>
 
 #include "sandbox/mcp/json_rpc.h"
@@ -15,6 +16,15 @@ json ErrorResponse(const json& id, int code, std::string message) {
 
 json InvalidParams(const json& id, std::string message) {
   return ErrorResponse(id, rpc_code::kInvalidParams, std::move(message));
+}
+
+// Tools never change while the server runs and are the same for every caller, so a client may
+// keep the list for a while (2026-07-28 caching hints).
+constexpr std::int64_t kToolsListTtlMs = 300000;
+
+bool IsResourceMethod(const std::string& method) {
+  return method == "resources/list" || method == "resources/templates/list" ||
+         method == "resources/read";
 }
 
 }  // namespace
@@ -137,7 +147,7 @@ json Dispatcher::HandleRequest(Session& session, const std::string& method, cons
                          "the session is not initialized: send initialize before " + method);
   }
   if (method == "tools/list") return MakeResult(id, {{"tools", tools_.List()}});
-  if (resource_method) return HandleResources(session, method, id, params);
+  if (resource_method) return HandleResources(session, method, id, params, false);
   if (method == "logging/setLevel") {
     if (!params.is_object() || !params.contains("level") || !params["level"].is_string()) {
       return InvalidParams(id, "level: expected a string");
@@ -149,7 +159,7 @@ json Dispatcher::HandleRequest(Session& session, const std::string& method, cons
     session.SetLogLevel(*level);
     return MakeResult(id, json::object());
   }
-  return CallTool(session, id, params, out, suppress);
+  return CallTool(session, id, params, out, suppress, session.log_level(), nullptr);
 }
 
 json Dispatcher::Initialize(Session& session, const json& id, const json& params) {
@@ -163,8 +173,7 @@ json Dispatcher::Initialize(Session& session, const json& id, const json& params
   }
   std::string version = NegotiateProtocolVersion(requested->get<std::string>());
   session.MarkInitialized(version, params.value("clientInfo", json::object()));
-  json server_info = {{"name", identity_.name}, {"version", identity_.version}};
-  if (!identity_.title.empty()) server_info["title"] = identity_.title;
+  json server_info = ServerInfo();
   json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
   if (!resources_.empty()) {
     capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
@@ -178,7 +187,8 @@ json Dispatcher::Initialize(Session& session, const json& id, const json& params
 }
 
 json Dispatcher::CallTool(Session& session, const json& id, const json& params, Outbound& out,
-                          bool& suppress) {
+                          bool& suppress, std::optional<LogLevel> log_level,
+                          const RequestMeta* meta) {
   if (!params.is_object()) return InvalidParams(id, "params: expected an object");
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
@@ -192,8 +202,8 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
     arguments = *args;
   }
   json progress_token = nullptr;
-  if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
-    if (auto token = meta->find("progressToken"); token != meta->end()) {
+  if (auto sent = params.find("_meta"); sent != params.end() && sent->is_object()) {
+    if (auto token = sent->find("progressToken"); token != sent->end()) {
       if (!token->is_string() && !token->is_number()) {
         return InvalidParams(id, "_meta.progressToken: expected a string or a number");
       }
@@ -208,8 +218,8 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
                              ? "the session has ended"
                              : "a request with id " + IdKey(id) + " is already in flight");
   }
-  RequestNotifier notifier(out, progress_token, session.log_level(), cancel.get());
-  ToolContext context{*cancel, notifier, session.principal()};
+  RequestNotifier notifier(out, progress_token, log_level, cancel.get());
+  ToolContext context{*cancel, notifier, session.principal(), meta};
   Result<json> result = sandbox::Error(ErrorCode::kInternal, "not run");
   try {
     result = tool->Call(arguments, context);
@@ -230,7 +240,16 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
 }
 
 json Dispatcher::HandleResources(Session& session, const std::string& method, const json& id,
-                                 const json& params) {
+                                 const json& params, bool modern) {
+  // A principal's resources are its sessions' files, which code may change at any moment:
+  // private to the caller and not worth keeping.
+  auto cacheable = [modern](json result) {
+    if (modern) {
+      result["ttlMs"] = 0;
+      result["cacheScope"] = "private";
+    }
+    return result;
+  };
   if (!params.is_null() && !params.is_object()) {
     return InvalidParams(id, "params: expected an object");
   }
@@ -243,7 +262,7 @@ json Dispatcher::HandleResources(Session& session, const std::string& method, co
   if (method == "resources/templates/list") {
     // Every template fits on one page, so no cursor is ever handed out.
     if (!cursor.empty()) return InvalidParams(id, "cursor: unknown cursor (there is one page)");
-    return MakeResult(id, resources_.Templates());
+    return MakeResult(id, cacheable(resources_.Templates()));
   }
   if (method == "resources/list") {
     auto page = resources_.List(session.principal(), cursor);
@@ -252,19 +271,20 @@ json Dispatcher::HandleResources(Session& session, const std::string& method, co
                                                                     : rpc_code::kInternalError;
       return ErrorResponse(id, code, page.error().message());
     }
-    return MakeResult(id, std::move(*page));
+    return MakeResult(id, cacheable(std::move(*page)));
   }
   auto uri = args.find("uri");
   if (uri == args.end() || !uri->is_string()) return InvalidParams(id, "uri: expected a string");
   const std::string uri_text = uri->get<std::string>();
   auto read = resources_.Read(session.principal(), uri_text);
-  if (read.ok()) return MakeResult(id, std::move(*read));
+  if (read.ok()) return MakeResult(id, cacheable(std::move(*read)));
   switch (read.error().code()) {
     case ErrorCode::kNotFound:
-      return MakeError(
-          id,
-          RpcError{rpc_code::kResourceNotFound, "Resource not found: " + read.error().message()},
-          json{{"uri", uri_text}});
+      // 2026-07-28 moved this from -32002 to invalid params.
+      return MakeError(id,
+                       RpcError{modern ? rpc_code::kInvalidParams : rpc_code::kResourceNotFound,
+                                "Resource not found: " + read.error().message()},
+                       json{{"uri", uri_text}});
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kLimit:  // e.g. a file above the download limit: this read cannot succeed
       return InvalidParams(id, read.error().message());
@@ -272,6 +292,157 @@ json Dispatcher::HandleResources(Session& session, const std::string& method, co
       logger_->warn("resources/read {}: {}", uri_text, read.error().ToString());
       return ErrorResponse(id, rpc_code::kInternalError, read.error().message());
   }
+}
+
+// ---- 2026-07-28 ----
+
+std::optional<json> Dispatcher::CheckModern(const json& value) const {
+  auto parsed = ParseMessage(value);
+  if (auto* invalid = std::get_if<InvalidMessage>(&parsed)) {
+    return MakeError(invalid->id, invalid->error);
+  }
+  const Message& message = std::get<Message>(parsed);
+  if (message.kind != MessageKind::kRequest) return std::nullopt;
+  auto meta = ParseRequestMeta(message.params);
+  if (auto* failure = std::get_if<RpcFailure>(&meta)) {
+    if (failure->data.is_null()) return MakeError(message.id, failure->error);
+    return MakeError(message.id, failure->error, failure->data);
+  }
+  const std::string& method = message.method;
+  const bool known = method == "server/discover" || method == "tools/list" ||
+                     method == "tools/call" || (IsResourceMethod(method) && !resources_.empty());
+  if (!known) {
+    return ErrorResponse(message.id, rpc_code::kMethodNotFound, "Method not found: " + method);
+  }
+  if (method != "tools/call") return std::nullopt;
+  const json& params = message.params;
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    return InvalidParams(message.id, "name: expected a string");
+  }
+  const Tool* tool = tools_.Find(name->get<std::string>());
+  if (tool == nullptr) {
+    return InvalidParams(message.id, "Unknown tool: " + name->get<std::string>());
+  }
+  if (auto args = params.find("arguments");
+      args != params.end() && !args->is_null() && !args->is_object()) {
+    return InvalidParams(message.id, "arguments: expected an object");
+  }
+  const RequestMeta& declared = std::get<RequestMeta>(meta);
+  json missing = json::object();
+  const json required = tool->RequiredClientCapabilities();
+  for (const auto& [capability, settings] : required.items()) {
+    if (!declared.HasCapability(capability)) missing[capability] = settings;
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& [capability, settings] : missing.items()) {
+      names += (names.empty() ? "" : ", ") + capability;
+    }
+    return MakeError(message.id,
+                     RpcError{rpc_code::kMissingClientCapability,
+                              "Missing required client capability: " + tool->name() +
+                                  " needs the client to declare " + names + " in _meta[\"" +
+                                  meta_key::kClientCapabilities + "\"]"},
+                     json{{"requiredCapabilities", missing}});
+  }
+  return std::nullopt;
+}
+
+int Dispatcher::ModernHttpStatus(const json& response) {
+  if (!response.is_object() || !response.contains("error")) return 200;
+  const json& code = response["error"].value("code", json());
+  if (!code.is_number_integer()) return 200;
+  switch (code.get<int>()) {
+    case rpc_code::kMethodNotFound:
+      return 404;
+    case rpc_code::kHeaderMismatch:
+    case rpc_code::kMissingClientCapability:
+    case rpc_code::kUnsupportedProtocolVersion:
+      return 400;
+    default:
+      return 200;
+  }
+}
+
+std::optional<json> Dispatcher::HandleModern(Session& calls, const json& value, Outbound& out) {
+  auto parsed = ParseMessage(value);
+  if (auto* invalid = std::get_if<InvalidMessage>(&parsed)) {
+    return MakeError(invalid->id, invalid->error);
+  }
+  const Message& message = std::get<Message>(parsed);
+  try {
+    switch (message.kind) {
+      case MessageKind::kResponse:
+        return std::nullopt;
+      case MessageKind::kNotification:
+        // Only cancellation means something here (stdio); there is no initialized notification.
+        if (message.method == "notifications/cancelled") {
+          HandleNotification(calls, message.method, message.params);
+        }
+        return std::nullopt;
+      case MessageKind::kRequest: {
+        if (auto refusal = CheckModern(value)) return refusal;
+        bool suppress = false;
+        json response =
+            HandleModernRequest(calls, message.method, message.id, message.params, out, suppress);
+        if (suppress) return std::nullopt;
+        return response;
+      }
+    }
+  } catch (const std::exception& e) {
+    logger_->error("{} failed: {}", message.method, e.what());
+    if (message.kind != MessageKind::kRequest) return std::nullopt;
+    return ErrorResponse(message.id, rpc_code::kInternalError,
+                         std::string("internal error: ") + e.what());
+  }
+  return std::nullopt;
+}
+
+json Dispatcher::HandleModernRequest(Session& calls, const std::string& method, const json& id,
+                                     const json& params, Outbound& out, bool& suppress) {
+  // CheckModern has vouched for the envelope, _meta, the method and the tool.
+  const RequestMeta meta = std::get<RequestMeta>(ParseRequestMeta(params));
+  if (method == "server/discover") return Discover(id);
+  if (method == "tools/list") {
+    return Modernize(MakeResult(
+        id, {{"tools", tools_.List()}, {"ttlMs", kToolsListTtlMs}, {"cacheScope", "public"}}));
+  }
+  if (IsResourceMethod(method)) {
+    return Modernize(HandleResources(calls, method, id, params, true));
+  }
+  return Modernize(CallTool(calls, id, params, out, suppress, meta.log_level, &meta));
+}
+
+json Dispatcher::Discover(const json& id) const {
+  json versions = json::array();
+  for (auto v : AllProtocolVersions()) versions.push_back(std::string(v));
+  json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
+  if (!resources_.empty()) {
+    capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  }
+  json result = {{"supportedVersions", std::move(versions)},
+                 {"capabilities", std::move(capabilities)},
+                 {"ttlMs", kToolsListTtlMs},
+                 {"cacheScope", "public"}};
+  if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
+  return Modernize(MakeResult(id, std::move(result)));
+}
+
+json Dispatcher::ServerInfo() const {
+  json info = {{"name", identity_.name}, {"version", identity_.version}};
+  if (!identity_.title.empty()) info["title"] = identity_.title;
+  return info;
+}
+
+json Dispatcher::Modernize(json response) const {
+  auto result = response.find("result");
+  if (result == response.end() || !result->is_object()) return response;
+  if (!result->contains("resultType")) (*result)["resultType"] = "complete";
+  json& meta = (*result)["_meta"];
+  if (!meta.is_object()) meta = json::object();
+  meta[meta_key::kServerInfo] = ServerInfo();
+  return response;
 }
 
 }  // namespace sandbox::mcp

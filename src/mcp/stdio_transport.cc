@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sandbox/mcp/json_rpc.h"
+#include "sandbox/mcp/request_meta.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -20,6 +21,17 @@ class StdoutOutbound final : public Outbound {
  private:
   std::function<void(const json&)> write_;
 };
+
+// Before initialize, a message that names a 2026-07-28 version in _meta (any version: the
+// dispatcher refuses the ones it does not serve per request) or asks server/discover, and a
+// cancellation (which can only be for such a request), belong to the stateless era.
+bool IsModernMessage(const Session& legacy, const json& message) {
+  if (legacy.initialized() || !message.is_object()) return false;
+  if (MetaProtocolVersion(message)) return true;
+  auto method = message.find("method");
+  return method != message.end() &&
+         (*method == "server/discover" || *method == "notifications/cancelled");
+}
 
 }  // namespace
 
@@ -58,16 +70,24 @@ void StdioTransport::HandleLine(std::string_view line) {
     return;
   }
   json value = std::move(parsed).value();
+  const bool modern = IsModernMessage(session_, value);
   if (!Dispatcher::IsLongRunning(value)) {
-    auto response = value.is_array() ? dispatcher_.HandleBatch(session_, value, out)
-                                     : dispatcher_.Handle(session_, value, out);
+    std::optional<json> response;
+    if (modern) {
+      response = dispatcher_.HandleModern(modern_, value, out);
+    } else {
+      response = value.is_array() ? dispatcher_.HandleBatch(session_, value, out)
+                                  : dispatcher_.Handle(session_, value, out);
+    }
     if (response) Write(*response);
     return;
   }
   const json id = value["id"];
-  bool spawned = tasks_.Spawn([this, value = std::move(value)] {
+  bool spawned = tasks_.Spawn([this, modern, value = std::move(value)] {
     StdoutOutbound task_out([this](const json& m) { Write(m); });
-    if (auto response = dispatcher_.Handle(session_, value, task_out)) Write(*response);
+    auto response = modern ? dispatcher_.HandleModern(modern_, value, task_out)
+                           : dispatcher_.Handle(session_, value, task_out);
+    if (response) Write(*response);
   });
   if (!spawned) {
     Write(MakeError(
@@ -113,7 +133,10 @@ void StdioTransport::Run(int in_fd, int out_fd) {
     }
   }
   if (!stop_.load() && !discarding && !buffer.empty()) HandleLine(buffer);
-  if (stop_.load()) session_.End();
+  if (stop_.load()) {
+    session_.End();
+    modern_.End();
+  }
   tasks_.Wait();
   logger_->info("stdio: input closed, {} served", "session");
 }
@@ -121,6 +144,7 @@ void StdioTransport::Run(int in_fd, int out_fd) {
 void StdioTransport::Stop() {
   stop_.store(true);
   session_.End();
+  modern_.End();
 }
 
 }  // namespace sandbox::mcp

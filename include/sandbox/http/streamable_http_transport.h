@@ -1,5 +1,15 @@
-// StreamableHttpTransport: MCP Streamable HTTP (2025-03-26 .. 2025-11-25) at one path (/mcp).
+// StreamableHttpTransport: MCP Streamable HTTP at one path (/mcp), both eras: 2025-03-26 ..
+// 2025-11-25 with initialize and Mcp-Session-Id, and 2026-07-28 without either.
 //
+// 2026-07-28 (a request whose MCP-Protocol-Version header is 2026-07-28, or without that header
+// whose body names its version in _meta or asks server/discover): MCP-Protocol-Version must equal
+// _meta's version and Mcp-Method / Mcp-Name the body's method and name (400, -32020); _meta
+// must be valid (400, -32602; an unknown version 400, -32022); unknown methods 404 (-32601); no
+// session is created or read. tools/call is answered as an SSE stream, everything else as JSON.
+// An MCP-Protocol-Version no era knows gets 400 -32022 whatever the body. DELETE without a
+// session id: 405.
+//
+// The legacy era:
 // POST carries one message (or a 2025-03-26 batch):
 //   - Accept must allow application/json and text/event-stream (406), Content-Type must be
 //     application/json (415), the body at most max_body_bytes (413), valid JSON (400, -32700).
@@ -99,7 +109,13 @@ class StreamableHttpTransport {
   std::shared_ptr<HttpSession> FindSession(const std::string& id, const std::string& principal);
   std::string PrincipalOf(const httplib::Request& req) const;
   void RemoveSession(const std::string& id);
-  void StreamCall(const std::shared_ptr<HttpSession>& session, nlohmann::json message,
+  // 2026-07-28: headers checked against the body, no transport session, errors with their
+  // HTTP status (400 for header, _meta and version errors, 404 for unknown methods).
+  void HandleModernPost(const httplib::Request& req, nlohmann::json message,
+                        httplib::Response& res);
+  // Answers one request as an SSE stream; closing the stream cancels it. `session` holds the
+  // request in flight (a legacy session, or a 2026-07-28 request's own record).
+  void StreamCall(std::shared_ptr<mcp::Session> session, bool modern, nlohmann::json message,
                   httplib::Response& res);
 
   mcp::Dispatcher& dispatcher_;

@@ -9,6 +9,11 @@
 // ping) and unknown methods get an error at once. Client responses are ignored (the server sends
 // no requests).
 //
+// The 2026-07-28 era has its own entry, HandleModern: no initialize, every request carries its
+// version and capabilities in params._meta, and results carry resultType, the server's identity
+// in _meta and, on lists and reads, caching hints (ttlMs, cacheScope). Removed methods
+// (initialize, ping, logging/setLevel, resources/subscribe) are unknown there.
+//
 // Thread-safety: Handle() may run on many threads at once, also for one session (a tools/call
 // and the notifications/cancelled that stops it run concurrently).
 #pragma once
@@ -22,6 +27,7 @@
 #include <string_view>
 
 #include "sandbox/mcp/outbound.h"
+#include "sandbox/mcp/request_meta.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session.h"
 #include "sandbox/mcp/tool_registry.h"
@@ -55,6 +61,21 @@ class Dispatcher {
   // Raw text: a parse error (-32700) or a single message or a batch.
   std::optional<nlohmann::json> HandleText(Session& session, std::string_view text, Outbound& out);
 
+  // 2026-07-28: one message served on its own. `calls` only registers the request in flight
+  // (its principal scopes sandbox sessions and files; notifications/cancelled finds the request
+  // there on stdio); nothing negotiated is read from it. Returns the response of a request;
+  // nullopt for notifications, client responses and cancelled requests.
+  std::optional<nlohmann::json> HandleModern(Session& calls, const nlohmann::json& message,
+                                             Outbound& out);
+  // The refusal HandleModern would answer for a request before any work (a bad envelope or
+  // _meta, an unknown method or tool, arguments that are no object, a capability the tool needs
+  // and the request did not declare), or nullopt. Transports ask before opening a stream, so
+  // these errors get their own HTTP status.
+  std::optional<nlohmann::json> CheckModern(const nlohmann::json& message) const;
+  // The HTTP status of a 2026-07-28 error response: 404 for -32601, 400 for -32020, -32021 and
+  // -32022, else 200 (a JSON-RPC error is an answer like any other).
+  static int ModernHttpStatus(const nlohmann::json& response);
+
   // True for requests that may run long or send notifications (tools/call): transports run
   // them off their reading thread and give them a stream.
   static bool IsLongRunning(const nlohmann::json& message);
@@ -70,10 +91,20 @@ class Dispatcher {
                           const nlohmann::json& params);
   nlohmann::json Initialize(Session& session, const nlohmann::json& id,
                             const nlohmann::json& params);
+  // `meta`: the 2026-07-28 request's own, nullptr for the legacy era.
   nlohmann::json CallTool(Session& session, const nlohmann::json& id, const nlohmann::json& params,
-                          Outbound& out, bool& suppress);
+                          Outbound& out, bool& suppress, std::optional<LogLevel> log_level,
+                          const RequestMeta* meta);
   nlohmann::json HandleResources(Session& session, const std::string& method,
-                                 const nlohmann::json& id, const nlohmann::json& params);
+                                 const nlohmann::json& id, const nlohmann::json& params,
+                                 bool modern);
+  nlohmann::json HandleModernRequest(Session& calls, const std::string& method,
+                                     const nlohmann::json& id, const nlohmann::json& params,
+                                     Outbound& out, bool& suppress);
+  nlohmann::json Discover(const nlohmann::json& id) const;
+  // Adds what every 2026-07-28 result carries: resultType and the server's identity in _meta.
+  nlohmann::json Modernize(nlohmann::json response) const;
+  nlohmann::json ServerInfo() const;
 
   const ServerIdentity identity_;
   const ToolRegistry tools_;

@@ -25,7 +25,11 @@ inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
 inline constexpr int kServerError = -32000;       // transport-level refusals (HTTP 4xx bodies)
 inline constexpr int kSessionNotFound = -32001;   // Streamable HTTP: unknown or ended session
-inline constexpr int kResourceNotFound = -32002;  // resources/read of an unknown URI (MCP spec)
+inline constexpr int kResourceNotFound = -32002;  // resources/read of an unknown URI (legacy)
+// 2026-07-28: each is HTTP 400 on Streamable HTTP.
+inline constexpr int kHeaderMismatch = -32020;  // a standard header disagrees with the body
+inline constexpr int kMissingClientCapability = -32021;     // data.requiredCapabilities
+inline constexpr int kUnsupportedProtocolVersion = -32022;  // data.supported, data.requested
 }  // namespace rpc_code
 
 struct RpcError {

@@ -2,6 +2,10 @@
 // tests): one JSON-RPC message (or 2025-03-26 batch) per line, UTF-8, no embedded newlines.
 // Nothing but protocol messages is written to `out_fd` (logs go to stderr).
 //
+// Both eras: until an initialize, a request that names protocol version 2026-07-28 in its _meta
+// (or asks server/discover) is served on its own (HandleModern); initialize makes the process a
+// legacy session for good, as the 2026-07-28 revision prescribes for stdio.
+//
 // One Session for the process, principal "local". tools/call runs on its own thread (TaskGroup), so
 // a notifications/cancelled read meanwhile reaches it; other requests are answered inline, in
 // order. A line longer than max_message_bytes is answered with -32600 and skipped.
@@ -49,6 +53,8 @@ class StdioTransport {
   const StdioOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   Session session_;
+  // The 2026-07-28 requests in flight, so notifications/cancelled finds them.
+  Session modern_;
   std::atomic<bool> stop_{false};
   std::mutex write_mu_;
   int out_fd_ = -1;

@@ -8,6 +8,7 @@
 
 #include "sandbox/core/result.h"
 #include "sandbox/exec/cancel_token.h"
+#include "sandbox/mcp/request_meta.h"
 #include "sandbox/mcp/request_notifier.h"
 
 namespace sandbox::mcp {
@@ -17,6 +18,9 @@ struct ToolContext {
   const exec::CancelToken& cancel;  // fires on notifications/cancelled or a dropped stream
   RequestNotifier& notifier;        // progress and log notifications of this request
   const std::string& principal;     // whom the client acts for (Session::principal())
+  // What a 2026-07-28 request declared about itself; nullptr for the legacy era (whose
+  // capabilities came with initialize and are not kept).
+  const RequestMeta* meta = nullptr;
 };
 
 class Tool {
@@ -29,6 +33,10 @@ class Tool {
   // itself are results with isError: true. An Error return becomes a JSON-RPC error:
   // kInvalidArgument -> -32602 (the message names the field), anything else -> -32603.
   virtual Result<nlohmann::json> Call(const nlohmann::json& arguments, ToolContext& context) = 0;
+  // Client capabilities the tool cannot work without, as a ClientCapabilities object (e.g.
+  // {"sampling": {}}). A 2026-07-28 call that does not declare one of them is refused with
+  // -32021 before the tool runs.
+  virtual nlohmann::json RequiredClientCapabilities() const { return nlohmann::json::object(); }
 };
 
 }  // namespace sandbox::mcp

@@ -1,0 +1,280 @@
+// MCP 2026-07-28 in the dispatcher and on stdio: requests served without initialize, _meta
+// validated on each, the revision's result fields and error codes, logs only when the request
+// asks, capabilities read from the request itself; and stdio telling the eras apart.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "sandbox/mcp/conformance_tools.h"
+#include "sandbox/mcp/protocol_version.h"
+#include "sandbox/mcp/stdio_transport.h"
+#include "unit/mcp/test_util.h"
+
+namespace sandbox::mcp {
+namespace {
+
+using json = nlohmann::json;
+using testing::FakeService;
+using testing::RecordingOutbound;
+
+json Meta(json capabilities = json::object()) {
+  return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+          {"io.modelcontextprotocol/clientCapabilities", std::move(capabilities)},
+          {"io.modelcontextprotocol/clientInfo", {{"name", "test"}, {"version", "1"}}}};
+}
+
+json ModernRequest(const json& id, const std::string& method, json params = json::object(),
+                   json meta = Meta()) {
+  params["_meta"] = std::move(meta);
+  return testing::Request(id, method, std::move(params));
+}
+
+Dispatcher MakeFixtureDispatcher() {
+  ToolRegistry tools;
+  for (auto& tool : MakeConformanceTools()) tools.Add(std::move(tool));
+  ResourceRegistry resources;
+  resources.Add(MakeConformanceResources());
+  return Dispatcher(ServerIdentity{"sandbox-mcp", "Python sandbox", "1.2.3", ""}, std::move(tools),
+                    std::move(resources), testing::NullLogger());
+}
+
+class ModernDispatcherTest : public ::testing::Test {
+ protected:
+  json Handle(const json& message) {
+    auto response = dispatcher_.HandleModern(calls_, message, out_);
+    return response ? *response : json();
+  }
+  Dispatcher dispatcher_ = MakeFixtureDispatcher();
+  Session calls_{"alice"};
+  RecordingOutbound out_;
+};
+
+TEST_F(ModernDispatcherTest, DiscoverListsBothErasAndIdentifiesTheServer) {
+  json response = Handle(ModernRequest(1, "server/discover"));
+  const json& result = response["result"];
+  EXPECT_EQ(result["resultType"], "complete");
+  json versions = json::array();
+  for (auto v : AllProtocolVersions()) versions.push_back(std::string(v));
+  EXPECT_EQ(result["supportedVersions"], versions);
+  EXPECT_EQ(result["supportedVersions"][0], "2026-07-28");
+  EXPECT_TRUE(result["capabilities"].contains("tools"));
+  EXPECT_TRUE(result["capabilities"].contains("resources"));
+  EXPECT_FALSE(result["capabilities"].contains("prompts"));
+  EXPECT_EQ(result["_meta"]["io.modelcontextprotocol/serverInfo"]["version"], "1.2.3");
+  EXPECT_EQ(result["cacheScope"], "public");
+  EXPECT_TRUE(result["ttlMs"].is_number_integer());
+}
+
+TEST_F(ModernDispatcherTest, MetaIsRequiredOnEveryRequest) {
+  // No _meta, no version, no capabilities: -32602 with the request's id.
+  json no_meta = testing::Request(5, "tools/list");
+  EXPECT_EQ(Handle(no_meta)["error"]["code"], rpc_code::kInvalidParams);
+  EXPECT_EQ(Handle(no_meta)["id"], 5);
+  json meta = Meta();
+  meta.erase("io.modelcontextprotocol/protocolVersion");
+  EXPECT_EQ(Handle(ModernRequest(6, "tools/list", {}, meta))["error"]["code"],
+            rpc_code::kInvalidParams);
+  meta = Meta();
+  meta.erase("io.modelcontextprotocol/clientCapabilities");
+  EXPECT_EQ(Handle(ModernRequest(7, "tools/list", {}, meta))["error"]["code"],
+            rpc_code::kInvalidParams);
+  // clientInfo is optional.
+  meta = Meta();
+  meta.erase("io.modelcontextprotocol/clientInfo");
+  EXPECT_TRUE(Handle(ModernRequest(8, "tools/list", {}, meta)).contains("result"));
+  // A bad log level is a bad _meta.
+  meta = Meta();
+  meta["io.modelcontextprotocol/logLevel"] = "loud";
+  EXPECT_EQ(Handle(ModernRequest(9, "tools/list", {}, meta))["error"]["code"],
+            rpc_code::kInvalidParams);
+}
+
+TEST_F(ModernDispatcherTest, AnUnservedVersionNamesTheSupportedOnes) {
+  for (const char* version : {"v999.0.0", "2025-11-25"}) {
+    json meta = Meta();
+    meta["io.modelcontextprotocol/protocolVersion"] = version;
+    json response = Handle(ModernRequest(3, "server/discover", {}, meta));
+    EXPECT_EQ(response["error"]["code"], rpc_code::kUnsupportedProtocolVersion) << version;
+    EXPECT_EQ(response["error"]["data"]["requested"], version);
+    EXPECT_EQ(response["error"]["data"]["supported"][0], "2026-07-28");
+    EXPECT_EQ(response["id"], 3);
+    EXPECT_EQ(Dispatcher::ModernHttpStatus(response), 400);
+  }
+}
+
+TEST_F(ModernDispatcherTest, RemovedAndUnknownMethodsAreNotFound) {
+  for (const char* method : {"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                             "resources/unsubscribe", "prompts/list", "tasks/list", "x/y"}) {
+    json response = Handle(ModernRequest("r", method));
+    EXPECT_EQ(response["error"]["code"], rpc_code::kMethodNotFound) << method;
+    EXPECT_EQ(response["id"], "r");
+    EXPECT_EQ(Dispatcher::ModernHttpStatus(response), 404);
+  }
+}
+
+TEST_F(ModernDispatcherTest, ListsAndReadsCarryCachingHints) {
+  json tools = Handle(ModernRequest(1, "tools/list"))["result"];
+  EXPECT_EQ(tools["resultType"], "complete");
+  EXPECT_EQ(tools["cacheScope"], "public");
+  EXPECT_GT(tools["ttlMs"].get<std::int64_t>(), 0);
+  EXPECT_FALSE(tools["tools"].empty());
+  for (const char* method : {"resources/list", "resources/templates/list"}) {
+    json result = Handle(ModernRequest(2, method))["result"];
+    EXPECT_EQ(result["cacheScope"], "private") << method;
+    EXPECT_EQ(result["ttlMs"], 0) << method;
+    EXPECT_EQ(result["resultType"], "complete") << method;
+  }
+  json read = Handle(ModernRequest(3, "resources/read", {{"uri", "test://static-text"}}))["result"];
+  EXPECT_EQ(read["cacheScope"], "private");
+  EXPECT_FALSE(read["contents"].empty());
+}
+
+TEST_F(ModernDispatcherTest, ResourceNotFoundIsInvalidParamsHereAndMinus32002InLegacy) {
+  json response = Handle(ModernRequest(4, "resources/read", {{"uri", "test://nope"}}));
+  EXPECT_EQ(response["error"]["code"], rpc_code::kInvalidParams);
+  EXPECT_EQ(response["error"]["data"]["uri"], "test://nope");
+  EXPECT_EQ(Dispatcher::ModernHttpStatus(response), 200);
+
+  Session legacy;
+  NullOutbound out;
+  dispatcher_.Handle(legacy, testing::InitializeRequest(), out);
+  auto old = dispatcher_.Handle(
+      legacy, testing::Request(5, "resources/read", {{"uri", "test://nope"}}), out);
+  EXPECT_EQ((*old)["error"]["code"], rpc_code::kResourceNotFound);
+  auto legacy_list = dispatcher_.Handle(legacy, testing::Request(6, "tools/list"), out);
+  EXPECT_FALSE((*legacy_list)["result"].contains("resultType"));  // legacy answers unchanged
+  EXPECT_FALSE((*legacy_list)["result"].contains("ttlMs"));
+}
+
+TEST_F(ModernDispatcherTest, ToolResultsCarryResultType) {
+  json response = Handle(ModernRequest(1, "tools/call", {{"name", "test_simple_text"}}));
+  EXPECT_EQ(response["result"]["resultType"], "complete");
+  EXPECT_EQ(response["result"]["content"][0]["type"], "text");
+  response = Handle(ModernRequest(2, "tools/call", {{"name", "test_error_handling"}}));
+  EXPECT_EQ(response["result"]["resultType"], "complete");
+  EXPECT_EQ(response["result"]["isError"], true);
+  response = Handle(ModernRequest(3, "tools/call", {{"name", "no_such_tool"}}));
+  EXPECT_EQ(response["error"]["code"], rpc_code::kInvalidParams);
+}
+
+TEST_F(ModernDispatcherTest, LogsLeaveOnlyWhenTheRequestNamesALevel) {
+  Handle(ModernRequest(1, "tools/call", {{"name", "test_logging_tool"}}));
+  EXPECT_TRUE(out_.WithMethod("notifications/message").empty());
+  json meta = Meta();
+  meta["io.modelcontextprotocol/logLevel"] = "info";
+  Handle(ModernRequest(2, "tools/call", {{"name", "test_logging_tool"}}, meta));
+  EXPECT_EQ(out_.WithMethod("notifications/message").size(), 2u);
+  // The level of one request does not carry over to the next.
+  meta["io.modelcontextprotocol/logLevel"] = "error";
+  Handle(ModernRequest(3, "tools/call", {{"name", "test_logging_tool"}}, meta));
+  Handle(ModernRequest(4, "tools/call", {{"name", "test_logging_tool"}}));
+  EXPECT_EQ(out_.WithMethod("notifications/message").size(), 2u);
+}
+
+TEST_F(ModernDispatcherTest, ACapabilityCountsOnlyWhenThisRequestDeclaresIt) {
+  json response = Handle(ModernRequest(1, "tools/call", {{"name", "test_missing_capability"}}));
+  EXPECT_EQ(response["error"]["code"], rpc_code::kMissingClientCapability);
+  EXPECT_TRUE(response["error"]["data"]["requiredCapabilities"]["sampling"].is_object());
+  EXPECT_EQ(Dispatcher::ModernHttpStatus(response), 400);
+  response = Handle(ModernRequest(2, "tools/call", {{"name", "test_missing_capability"}},
+                                  Meta({{"sampling", json::object()}})));
+  EXPECT_EQ(response["result"]["resultType"], "complete");
+  // Declared before, not now: refused again.
+  response = Handle(ModernRequest(3, "tools/call", {{"name", "test_missing_capability"}}));
+  EXPECT_EQ(response["error"]["code"], rpc_code::kMissingClientCapability);
+}
+
+TEST_F(ModernDispatcherTest, NotificationsAndResponsesGetNoAnswer) {
+  EXPECT_TRUE(Handle(testing::Notification("notifications/initialized")).is_null());
+  EXPECT_TRUE(Handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}}).is_null());
+  // An invalid envelope still gets its error.
+  EXPECT_EQ(Handle(json{{"jsonrpc", "1.0"}, {"id", 1}, {"method", "x"}})["error"]["code"],
+            rpc_code::kInvalidRequest);
+}
+
+// ---- stdio ----
+
+class ModernStdioTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(pipe(to_server_), 0);
+    ASSERT_EQ(pipe(from_server_), 0);
+    transport_ =
+        std::make_unique<StdioTransport>(dispatcher_, StdioOptions{}, testing::NullLogger());
+    server_ = std::thread([this] { transport_->Run(to_server_[0], from_server_[1]); });
+  }
+  void TearDown() override {
+    close(to_server_[1]);
+    server_.join();
+    close(to_server_[0]);
+    close(from_server_[0]);
+    close(from_server_[1]);
+  }
+  void WriteLine(const json& message) {
+    std::string text = message.dump() + "\n";
+    ASSERT_EQ(write(to_server_[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+  json ReadLine() {
+    while (true) {
+      auto newline = buffer_.find('\n');
+      if (newline != std::string::npos) {
+        std::string line = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        return json::parse(line);
+      }
+      pollfd pfd{from_server_[0], POLLIN, 0};
+      if (poll(&pfd, 1, 30000) <= 0) return json();
+      char chunk[4096];
+      ssize_t n = read(from_server_[0], chunk, sizeof chunk);
+      if (n <= 0) return json();
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+  FakeService service_;
+  Dispatcher dispatcher_ = testing::MakeDispatcher(service_);
+  std::unique_ptr<StdioTransport> transport_;
+  int to_server_[2] = {-1, -1};
+  int from_server_[2] = {-1, -1};
+  std::string buffer_;
+  std::thread server_;
+};
+
+TEST_F(ModernStdioTest, ModernRequestsNeedNoInitialize) {
+  WriteLine(ModernRequest(1, "server/discover"));
+  EXPECT_EQ(ReadLine()["result"]["supportedVersions"][0], "2026-07-28");
+  WriteLine(ModernRequest(2, "tools/call",
+                          {{"name", "run_python"}, {"arguments", {{"code", "print(1)"}}}}));
+  json response = ReadLine();
+  EXPECT_EQ(response["id"], 2);
+  EXPECT_EQ(response["result"]["resultType"], "complete");
+  // A legacy request before initialize is still refused as before.
+  WriteLine(testing::Request(3, "tools/list"));
+  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kInvalidRequest);
+}
+
+TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  WriteLine(ModernRequest(7, "tools/call",
+                          {{"name", "run_python"}, {"arguments", {{"code", "while True: pass"}}}}));
+  ASSERT_TRUE(service_.WaitStarted());
+  WriteLine(testing::Notification("notifications/cancelled", {{"requestId", 7}}));
+  EXPECT_TRUE(service_.WaitCancelled());
+  WriteLine(ModernRequest(8, "tools/list"));
+  EXPECT_EQ(ReadLine()["id"], 8);  // the cancelled call sent no response
+}
+
+TEST_F(ModernStdioTest, InitializeMakesTheProcessLegacy) {
+  WriteLine(testing::InitializeRequest());
+  EXPECT_EQ(ReadLine()["result"]["protocolVersion"], "2025-11-25");
+  // After initialize, server/discover is a method the legacy era does not know.
+  WriteLine(ModernRequest(2, "server/discover"));
+  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kMethodNotFound);
+  WriteLine(ModernRequest(3, "tools/list"));
+  EXPECT_FALSE(ReadLine()["result"].contains("resultType"));
+}
+
+}  // namespace
+}  // namespace sandbox::mcp
