@@ -75,6 +75,55 @@ class FixtureTool final : public Tool {
 
 void Sleep50ms() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
 
+// ---- multi round-trip (2026-07-28 InputRequiredResult) ----
+
+json Elicit(std::string message, json properties, json required) {
+  return {{"method", "elicitation/create"},
+          {"params",
+           {{"message", std::move(message)},
+            {"requestedSchema",
+             {{"type", "object"},
+              {"properties", std::move(properties)},
+              {"required", std::move(required)}}}}}};
+}
+
+json Sample(std::string text, int max_tokens) {
+  return {{"method", "sampling/createMessage"},
+          {"params",
+           {{"messages", {{{"role", "user"}, {"content", {{"type", "text"}, {"text", text}}}}}},
+            {"maxTokens", max_tokens}}}};
+}
+
+json ListRoots() { return {{"method", "roots/list"}, {"params", json::object()}}; }
+
+json InputRequired(json requests, const std::string& state = "") {
+  json result = {{"resultType", "input_required"}, {"inputRequests", std::move(requests)}};
+  if (!state.empty()) result["requestState"] = state;
+  return result;
+}
+
+// The client's answer for `key`, or nullptr.
+const json* Answer(const ToolContext& ctx, const std::string& key) {
+  auto it = ctx.input_responses.find(key);
+  return it == ctx.input_responses.end() || !it->is_object() ? nullptr : &*it;
+}
+
+// The accepted elicitation's field, or "".
+std::string Field(const json* answer, const std::string& field) {
+  if (answer == nullptr || answer->value("action", "") != "accept") return "";
+  auto content = answer->find("content");
+  if (content == answer->end() || !content->is_object()) return "";
+  auto value = content->find(field);
+  if (value == content->end()) return "";
+  return value->is_string() ? value->get<std::string>() : value->dump();
+}
+
+json AskName() { return Elicit("What is your name?", {{"name", {{"type", "string"}}}}, {"name"}); }
+
+json Confirm(std::string message) {
+  return Elicit(std::move(message), {{"ok", {{"type", "boolean"}}}}, {"ok"});
+}
+
 class FixtureResources final : public ResourceProvider {
  public:
   Result<ResourcePage> List(const std::string& /*principal*/, const std::string& cursor) override {
@@ -213,6 +262,102 @@ std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
         ctx.notifier.ProgressValue(1, 1, "done");
         return json{{"content", {Text("Streaming tool executed")}}};
       });
+  add("test_input_required_result_elicitation",
+      "Conformance fixture: asks the client for a name (elicitation), then greets",
+      [](ToolContext& ctx) {
+        const json* answer = Answer(ctx, "user_name");
+        if (answer == nullptr) return InputRequired({{"user_name", AskName()}});
+        return json{{"content", {Text("Hello, " + Field(answer, "name") + "!")}}};
+      });
+  add("test_input_required_result_sampling",
+      "Conformance fixture: asks the client's model a question (sampling)", [](ToolContext& ctx) {
+        const json* answer = Answer(ctx, "capital_question");
+        if (answer == nullptr) {
+          return InputRequired(
+              {{"capital_question", Sample("What is the capital of France?", 100)}});
+        }
+        std::string text = answer->contains("content") && (*answer)["content"].is_object()
+                               ? (*answer)["content"].value("text", "")
+                               : "";
+        return json{{"content", {Text("The model said: " + text)}}};
+      });
+  add("test_input_required_result_list_roots", "Conformance fixture: asks for the client's roots",
+      [](ToolContext& ctx) {
+        const json* answer = Answer(ctx, "client_roots");
+        if (answer == nullptr) return InputRequired({{"client_roots", ListRoots()}});
+        std::string uris;
+        if (answer->contains("roots") && (*answer)["roots"].is_array()) {
+          for (const auto& root : (*answer)["roots"]) {
+            if (root.is_object()) uris += (uris.empty() ? "" : ", ") + root.value("uri", "");
+          }
+        }
+        return json{{"content", {Text("Roots: " + uris)}}};
+      });
+  add("test_input_required_result_request_state",
+      "Conformance fixture: round-trips a requestState and checks it", [](ToolContext& ctx) {
+        if (Answer(ctx, "confirm") == nullptr || ctx.request_state != "confirm-round") {
+          return InputRequired({{"confirm", Confirm("Please confirm")}}, "confirm-round");
+        }
+        return json{{"content", {Text("state-ok: the requestState came back intact")}}};
+      });
+  add("test_input_required_result_multiple_inputs",
+      "Conformance fixture: asks for a name, a greeting and the roots at once",
+      [](ToolContext& ctx) {
+        json wanted = {{"user_name", AskName()},
+                       {"greeting", Sample("Generate a greeting", 50)},
+                       {"client_roots", ListRoots()}};
+        json missing = json::object();
+        for (const auto& [key, request] : wanted.items()) {
+          if (Answer(ctx, key) == nullptr) missing[key] = request;
+        }
+        if (!missing.empty() || ctx.request_state != "multiple-inputs") {
+          return InputRequired(missing.empty() ? wanted : missing, "multiple-inputs");
+        }
+        return json{{"content", {Text("All three answers arrived")}}};
+      });
+  add("test_input_required_result_multi_round",
+      "Conformance fixture: two rounds of questions, the state changing between them",
+      [](ToolContext& ctx) {
+        if (ctx.request_state == "round-1" && Answer(ctx, "step1") != nullptr) {
+          return InputRequired({{"step2", Elicit("Step 2: What is your favorite color?",
+                                                 {{"color", {{"type", "string"}}}}, {"color"})}},
+                               "round-2:" + Field(Answer(ctx, "step1"), "name"));
+        }
+        if (ctx.request_state.starts_with("round-2:") && Answer(ctx, "step2") != nullptr) {
+          return json{{"content",
+                       {Text(ctx.request_state.substr(8) + " likes " +
+                             Field(Answer(ctx, "step2"), "color"))}}};
+        }
+        return InputRequired({{"step1", Elicit("Step 1: What is your name?",
+                                               {{"name", {{"type", "string"}}}}, {"name"})}},
+                             "round-1");
+      });
+  add("test_input_required_result_tampered_state",
+      "Conformance fixture: a sealed requestState; an altered one is refused",
+      [](ToolContext& ctx) {
+        if (ctx.request_state != "tamper-check" || Answer(ctx, "confirm") == nullptr) {
+          return InputRequired({{"confirm", Confirm("Confirm to continue")}}, "tamper-check");
+        }
+        return json{{"content", {Text("state verified")}}};
+      });
+  add("test_input_required_result_capabilities",
+      "Conformance fixture: asks only for what the request's capabilities allow",
+      [](ToolContext& ctx) {
+        json requests = json::object();
+        if (ctx.meta != nullptr && ctx.meta->HasCapability("elicitation")) {
+          requests["user_name"] = AskName();
+        }
+        if (ctx.meta != nullptr && ctx.meta->HasCapability("sampling")) {
+          requests["greeting"] = Sample("Generate a greeting", 50);
+        }
+        if (ctx.meta != nullptr && ctx.meta->HasCapability("roots")) {
+          requests["client_roots"] = ListRoots();
+        }
+        if (requests.empty() || !ctx.input_responses.empty()) {
+          return json{{"content", {Text("Nothing more to ask")}}};
+        }
+        return InputRequired(std::move(requests));
+      });
   add("test_error_handling", "Conformance fixture: always fails", [](ToolContext&) {
     return json{{"isError", true},
                 {"content", {Text("This tool intentionally returns an error for testing")}}};
@@ -222,16 +367,21 @@ std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
       [](ToolContext&) {
         return json{{"content", {Text("JSON Schema 2020-12 tool executed")}}};
       },
-      json{{"$schema", "https://json-schema.org/draft/2020-12/schema"},
-           {"type", "object"},
-           {"$defs",
-            {{"address",
-              {{"type", "object"},
-               {"properties",
-                {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
-           {"properties",
-            {{"name", {{"type", "string"}}}, {"address", {{"$ref", "#/$defs/address"}}}}},
-           {"additionalProperties", false}});
+      // The suite's schema (SEP-1613 and SEP-2106): every keyword must survive tools/list.
+      json::parse(R"J({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                              "properties": {"street": {"type": "string"},
+                                             "city": {"type": "string"}}}},
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                       "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                       "phone": {"type": "string"}, "email": {"type": "string"}},
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}},
+               "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false})J"));
   return tools;
 }
 

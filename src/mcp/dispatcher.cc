@@ -5,6 +5,7 @@
 
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
+#include "sandbox/mcp/random_id.h"
 #include "sandbox/mcp/request_notifier.h"
 
 namespace sandbox::mcp {
@@ -38,7 +39,8 @@ Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegi
     : identity_(std::move(identity)),
       tools_(std::move(tools)),
       resources_(std::move(resources)),
-      logger_(std::move(logger)) {}
+      logger_(std::move(logger)),
+      sealer_(RandomHexId(32)) {}
 
 bool Dispatcher::IsLongRunning(const json& message) {
   if (!message.is_object()) return false;
@@ -211,6 +213,22 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
     }
   }
 
+  json input_responses = json::object();
+  std::string request_state;
+  if (meta != nullptr) {
+    if (auto answers = params.find("inputResponses");
+        answers != params.end() && !answers->is_null()) {
+      if (!answers->is_object()) return InvalidParams(id, "inputResponses: expected an object");
+      input_responses = *answers;
+    }
+    if (auto state = params.find("requestState"); state != params.end() && !state->is_null()) {
+      if (!state->is_string()) return InvalidParams(id, "requestState: expected a string");
+      auto opened = sealer_.Open(session.principal(), tool->name(), state->get<std::string>());
+      if (!opened.ok()) return InvalidParams(id, opened.error().message());
+      request_state = std::move(opened).value();
+    }
+  }
+
   auto cancel = session.BeginRequest(id);
   if (cancel == nullptr) {
     return ErrorResponse(id, rpc_code::kInvalidRequest,
@@ -219,7 +237,12 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
                              : "a request with id " + IdKey(id) + " is already in flight");
   }
   RequestNotifier notifier(out, progress_token, log_level, cancel.get());
-  ToolContext context{*cancel, notifier, session.principal(), meta};
+  ToolContext context{*cancel,
+                      notifier,
+                      session.principal(),
+                      meta,
+                      std::move(input_responses),
+                      std::move(request_state)};
   Result<json> result = sandbox::Error(ErrorCode::kInternal, "not run");
   try {
     result = tool->Call(arguments, context);
@@ -236,7 +259,58 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
                                                                     : rpc_code::kInternalError;
     return ErrorResponse(id, code, result.error().message());
   }
+  if (result->is_object() && result->value("resultType", "") == "input_required") {
+    return FinishInputRequired(id, *tool, session.principal(), meta, std::move(*result));
+  }
   return MakeResult(id, std::move(*result));
+}
+
+json Dispatcher::FinishInputRequired(const json& id, const Tool& tool, const std::string& principal,
+                                     const RequestMeta* meta, json result) const {
+  if (meta == nullptr) {
+    return MakeResult(id, {{"isError", true},
+                           {"content",
+                            {{{"type", "text"},
+                              {"text", tool.name() + " asks the client for input, which needs "
+                                                     "protocol version 2026-07-28"}}}}});
+  }
+  // The client must have declared what answering takes (2026-07-28: a server must not send
+  // input requests the client cannot serve).
+  static const std::pair<const char*, const char*> kNeeds[] = {
+      {"elicitation/create", "elicitation"},
+      {"sampling/createMessage", "sampling"},
+      {"roots/list", "roots"}};
+  json missing = json::object();
+  if (auto requests = result.find("inputRequests"); requests != result.end()) {
+    if (!requests->is_object()) *requests = json::object();
+    for (auto it = requests->begin(); it != requests->end();) {
+      const std::string method = it->is_object() ? it->value("method", "") : "";
+      const char* capability = nullptr;
+      for (const auto& [m, c] : kNeeds) capability = method == m ? c : capability;
+      if (capability != nullptr && !meta->HasCapability(capability)) {
+        missing[capability] = json::object();
+        it = requests->erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (requests->empty()) result.erase("inputRequests");
+  }
+  if (!result.contains("inputRequests") && !missing.empty()) {
+    return MakeError(id,
+                     RpcError{rpc_code::kMissingClientCapability,
+                              "Missing required client capability: " + tool.name() +
+                                  " needs input the request's capabilities cannot provide"},
+                     json{{"requiredCapabilities", missing}});
+  }
+  if (auto state = result.find("requestState"); state != result.end()) {
+    if (state->is_string()) {
+      *state = sealer_.Seal(principal, tool.name(), state->get<std::string>());
+    } else {
+      result.erase(state);
+    }
+  }
+  return MakeResult(id, std::move(result));
 }
 
 json Dispatcher::HandleResources(Session& session, const std::string& method, const json& id,

@@ -28,6 +28,7 @@
 
 #include "sandbox/mcp/outbound.h"
 #include "sandbox/mcp/request_meta.h"
+#include "sandbox/mcp/request_state.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session.h"
 #include "sandbox/mcp/tool_registry.h"
@@ -105,11 +106,18 @@ class Dispatcher {
   // Adds what every 2026-07-28 result carries: resultType and the server's identity in _meta.
   nlohmann::json Modernize(nlohmann::json response) const;
   nlohmann::json ServerInfo() const;
+  // An input_required tool result on its way out: input requests the request's capabilities do
+  // not cover are dropped (-32021 when none is left), requestState is sealed; in the legacy era,
+  // which has no such results, it becomes a tool error.
+  nlohmann::json FinishInputRequired(const nlohmann::json& id, const Tool& tool,
+                                     const std::string& principal, const RequestMeta* meta,
+                                     nlohmann::json result) const;
 
   const ServerIdentity identity_;
   const ToolRegistry tools_;
   const ResourceRegistry resources_;
   std::shared_ptr<spdlog::logger> logger_;
+  const RequestStateSealer sealer_;
 };
 
 }  // namespace sandbox::mcp

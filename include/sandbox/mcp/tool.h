@@ -21,6 +21,13 @@ struct ToolContext {
   // What a 2026-07-28 request declared about itself; nullptr for the legacy era (whose
   // capabilities came with initialize and are not kept).
   const RequestMeta* meta = nullptr;
+  // 2026-07-28 multi round-trip (a tool may answer {"resultType": "input_required",
+  // "inputRequests": {...}, "requestState": "..."}): the client's answers to an earlier round's
+  // input requests, by key (an object, empty when none), and that round's requestState as the
+  // tool wrote it (the dispatcher seals it on the way out and checks it on the way back, so a
+  // tool never sees a value the client made up; empty when none).
+  nlohmann::json input_responses = nlohmann::json::object();
+  std::string request_state;
 };
 
 class Tool {

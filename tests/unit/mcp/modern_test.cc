@@ -9,6 +9,7 @@
 
 #include "sandbox/mcp/conformance_tools.h"
 #include "sandbox/mcp/protocol_version.h"
+#include "sandbox/mcp/request_state.h"
 #include "sandbox/mcp/stdio_transport.h"
 #include "unit/mcp/test_util.h"
 
@@ -192,6 +193,95 @@ TEST_F(ModernDispatcherTest, NotificationsAndResponsesGetNoAnswer) {
   // An invalid envelope still gets its error.
   EXPECT_EQ(Handle(json{{"jsonrpc", "1.0"}, {"id", 1}, {"method", "x"}})["error"]["code"],
             rpc_code::kInvalidRequest);
+}
+
+// ---- multi round-trip ----
+
+TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
+  const json caps = {{"elicitation", json::object()}};
+  json first = Handle(ModernRequest(
+      1, "tools/call", {{"name", "test_input_required_result_request_state"}}, Meta(caps)));
+  const json& round1 = first["result"];
+  EXPECT_EQ(round1["resultType"], "input_required");
+  ASSERT_TRUE(round1["requestState"].is_string());
+  // The state the tool wrote ("confirm-round") never leaves in the clear.
+  EXPECT_EQ(round1["requestState"].get<std::string>().find("confirm-round"), std::string::npos);
+  json answers = {{"confirm", {{"action", "accept"}, {"content", {{"ok", true}}}}}};
+  json second = Handle(ModernRequest(2, "tools/call",
+                                     {{"name", "test_input_required_result_request_state"},
+                                      {"inputResponses", answers},
+                                      {"requestState", round1["requestState"]}},
+                                     Meta(caps)));
+  EXPECT_EQ(second["result"]["resultType"], "complete");
+  EXPECT_NE(second["result"]["content"][0]["text"].get<std::string>().find("state-ok"),
+            std::string::npos);
+  // Altered: -32602 before the tool runs.
+  json tampered =
+      Handle(ModernRequest(3, "tools/call",
+                           {{"name", "test_input_required_result_request_state"},
+                            {"inputResponses", answers},
+                            {"requestState", round1["requestState"].get<std::string>() + "x"}},
+                           Meta(caps)));
+  EXPECT_EQ(tampered["error"]["code"], rpc_code::kInvalidParams);
+  // Sealed for this tool: useless with another.
+  json other_tool = Handle(ModernRequest(4, "tools/call",
+                                         {{"name", "test_input_required_result_tampered_state"},
+                                          {"inputResponses", answers},
+                                          {"requestState", round1["requestState"]}},
+                                         Meta(caps)));
+  EXPECT_EQ(other_tool["error"]["code"], rpc_code::kInvalidParams);
+  // ... and for this principal: useless to another token.
+  Session bob("bob");
+  auto foreign =
+      dispatcher_.HandleModern(bob,
+                               ModernRequest(5, "tools/call",
+                                             {{"name", "test_input_required_result_request_state"},
+                                              {"inputResponses", answers},
+                                              {"requestState", round1["requestState"]}},
+                                             Meta(caps)),
+                               out_);
+  EXPECT_EQ((*foreign)["error"]["code"], rpc_code::kInvalidParams);
+}
+
+TEST_F(ModernDispatcherTest, InputRequestsOnlyForDeclaredCapabilities) {
+  // The fixture asks for an elicitation; a request without the capability gets -32021, not a
+  // question it cannot answer.
+  json response =
+      Handle(ModernRequest(1, "tools/call", {{"name", "test_input_required_result_elicitation"}}));
+  EXPECT_EQ(response["error"]["code"], rpc_code::kMissingClientCapability);
+  EXPECT_TRUE(response["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
+  response = Handle(ModernRequest(2, "tools/call",
+                                  {{"name", "test_input_required_result_multiple_inputs"}},
+                                  Meta({{"sampling", json::object()}})));
+  const json& requests = response["result"]["inputRequests"];
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests["greeting"]["method"], "sampling/createMessage");
+}
+
+TEST_F(ModernDispatcherTest, LegacyClientsNeverSeeInputRequired) {
+  Session legacy;
+  NullOutbound out;
+  dispatcher_.Handle(legacy, testing::InitializeRequest(), out);
+  auto response = dispatcher_.Handle(
+      legacy, testing::CallTool(1, "test_input_required_result_elicitation", json::object()), out);
+  EXPECT_EQ((*response)["result"]["isError"], true);
+  EXPECT_FALSE((*response)["result"].contains("inputRequests"));
+}
+
+TEST(RequestStateSealerTest, OpensOnlyWhatItSealedForThatPrincipalToolAndTime) {
+  auto now = std::chrono::system_clock::now();
+  RequestStateSealer sealer("k", std::chrono::seconds(60), [&now] { return now; });
+  std::string sealed = sealer.Seal("alice", "tool", "state \"1\"");
+  EXPECT_EQ(sealer.Open("alice", "tool", sealed).value(), "state \"1\"");
+  EXPECT_FALSE(sealer.Open("bob", "tool", sealed).ok());
+  EXPECT_FALSE(sealer.Open("alice", "other", sealed).ok());
+  EXPECT_FALSE(sealer.Open("alice", "tool", sealed + "0").ok());
+  EXPECT_FALSE(sealer.Open("alice", "tool", "").ok());
+  EXPECT_FALSE(sealer.Open("alice", "tool", "...").ok());
+  RequestStateSealer other_key("k2", std::chrono::seconds(60), [&now] { return now; });
+  EXPECT_FALSE(other_key.Open("alice", "tool", sealed).ok());
+  now += std::chrono::seconds(61);
+  EXPECT_FALSE(sealer.Open("alice", "tool", sealed).ok());
 }
 
 // ---- stdio ----
