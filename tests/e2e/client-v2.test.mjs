@@ -1,7 +1,7 @@
 // The v2 TypeScript client (@modelcontextprotocol/client 2.4.0) over Streamable HTTP: the plain
 // (legacy-era) connect, and `versionNegotiation: {mode: 'auto'}`, which probes `server/discover`
-// first; this server speaks the 2025 era, so it must answer the probe at once with an error and
-// the client must fall back to `initialize`.
+// first and, since this server speaks 2026-07-28, stays in the modern era without initialize
+// (clients-2026.test.mjs runs the longer flows in that era).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -49,7 +49,7 @@ test('v2 client, default (legacy) negotiation: connect, list, run_python with on
   }
 });
 
-test('v2 client, versionNegotiation auto: the discover probe fails fast and it falls back', async () => {
+test('v2 client, versionNegotiation auto: the discover probe settles on 2026-07-28', async () => {
   const client = new Client(
     { name: 'e2e-client-v2-auto', version: '1.0.0' },
     // A generous probe timeout: on HTTP a timeout rejects the connect, so passing proves the
@@ -60,7 +60,8 @@ test('v2 client, versionNegotiation auto: the discover probe fails fast and it f
   await client.connect(new StreamableHTTPClientTransport(server.mcpUrl));
   const elapsed = Date.now() - t0;
   try {
-    assert.equal(client.getProtocolEra(), 'legacy');
+    assert.equal(client.getProtocolEra(), 'modern');
+    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
     assert.ok(elapsed < 10_000, `connect with the probe took ${elapsed} ms`);
     await runWithProgress(client);
   } finally {

