@@ -1,10 +1,13 @@
 #include "sandbox/mcp/conformance_tools.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "sandbox/core/base64.h"
+#include "sandbox/mcp/task_store.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -122,6 +125,59 @@ json AskName() { return Elicit("What is your name?", {{"name", {{"type", "string
 
 json Confirm(std::string message) {
   return Elicit(std::move(message), {{"ok", {{"type", "boolean"}}}}, {"ok"});
+}
+
+// A fixture of the tasks extension's scenarios: how it may run (task support), what it must
+// answer before a task exists (Prepare), and its body.
+class TaskFixture final : public Tool {
+ public:
+  using Body = std::function<Result<json>(const json&, ToolContext&)>;
+  using Early = std::function<std::optional<json>(const json&, ToolContext&)>;
+  TaskFixture(std::string name, std::string description, TaskSupport support, json schema,
+              Body body, Early early = nullptr)
+      : name_(std::move(name)),
+        description_(std::move(description)),
+        support_(support),
+        schema_(std::move(schema)),
+        body_(std::move(body)),
+        early_(std::move(early)) {}
+  std::string name() const override { return name_; }
+  json Definition() const override {
+    return {{"name", name_}, {"description", description_}, {"inputSchema", schema_}};
+  }
+  TaskSupport task_support() const override { return support_; }
+  Result<std::optional<json>> Prepare(const json& arguments, ToolContext& context) override {
+    if (!early_) return std::optional<json>();
+    return early_(arguments, context);
+  }
+  Result<json> Call(const json& arguments, ToolContext& context) override {
+    if (early_) {
+      if (auto answer = early_(arguments, context)) return *answer;
+    }
+    return body_(arguments, context);
+  }
+
+ private:
+  std::string name_;
+  std::string description_;
+  TaskSupport support_;
+  json schema_;
+  Body body_;
+  Early early_;
+};
+
+// Sleeps up to `seconds`, in short steps so a cancel ends it at once.
+void SleepUnlessCancelled(double seconds, const exec::CancelToken& cancel) {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+  while (!cancel.IsCancelled() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+json Schema(json properties, json required = json::array()) {
+  return {
+      {"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
 }
 
 class FixtureResources final : public ResourceProvider {
@@ -357,6 +413,84 @@ std::vector<std::unique_ptr<Tool>> MakeConformanceTools() {
           return json{{"content", {Text("Nothing more to ask")}}};
         }
         return InputRequired(std::move(requests));
+      });
+  // The tasks extension's fixtures (tasks-* scenarios).
+  auto add_task = [&](std::string name, std::string description, TaskSupport support, json schema,
+                      TaskFixture::Body body, TaskFixture::Early early = nullptr) {
+    tools.push_back(std::make_unique<TaskFixture>(std::move(name), std::move(description), support,
+                                                  std::move(schema), std::move(body),
+                                                  std::move(early)));
+  };
+  add_task("greet", "Conformance fixture (tasks): answers at once, never as a task",
+           TaskSupport::kForbidden, Schema({{"name", {{"type", "string"}}}}),
+           [](const json& args, ToolContext&) -> Result<json> {
+             std::string name = args.contains("name") && args["name"].is_string()
+                                    ? args["name"].get<std::string>()
+                                    : "world";
+             return json{{"content", {Text("Hello, " + name + "!")}}};
+           });
+  add_task(
+      "slow_compute", "Conformance fixture (tasks): sleeps `seconds`, then answers",
+      TaskSupport::kOptional, Schema({{"seconds", {{"type", "number"}}}}),
+      [](const json& args, ToolContext& ctx) -> Result<json> {
+        double seconds = args.contains("seconds") && args["seconds"].is_number()
+                             ? args["seconds"].get<double>()
+                             : 1.0;
+        SleepUnlessCancelled(std::min(seconds, 600.0), ctx.cancel);
+        return json{{"content",
+                     {Text("Computed after " + args.value("seconds", json(1.0)).dump() + " s")}}};
+      });
+  add_task(
+      "failing_job", "Conformance fixture (tasks): a task whose tool fails after ~1 s",
+      TaskSupport::kRequired, Schema(json::object()),
+      [](const json&, ToolContext& ctx) -> Result<json> {
+        SleepUnlessCancelled(1.0, ctx.cancel);
+        return json{{"isError", true}, {"content", {Text("the job failed, as it always does")}}};
+      });
+  add_task("protocol_error_job",
+           "Conformance fixture (tasks): a task that ends in a protocol error",
+           TaskSupport::kOptional, Schema(json::object()),
+           [](const json&, ToolContext&) -> Result<json> {
+             return Error(ErrorCode::kInternal, "protocol_error_job failed on purpose");
+           });
+  add_task(
+      "confirm_delete", "Conformance fixture (tasks): asks the client to confirm, then answers",
+      TaskSupport::kOptional, Schema({{"filename", {{"type", "string"}}}}),
+      [](const json& args, ToolContext& ctx) -> Result<json> {
+        const std::string file = args.value("filename", "the file");
+        if (ctx.task == nullptr)
+          return json{{"isError", true}, {"content", {Text("confirm_delete runs as a task")}}};
+        json answers = ctx.task->AwaitInput(
+            {{"confirm",
+              Elicit("Delete " + file + "?", {{"confirm", {{"type", "boolean"}}}}, {"confirm"})}},
+            std::chrono::minutes(5));
+        const json* answer = answers.contains("confirm") ? &answers["confirm"] : nullptr;
+        const bool yes = answer != nullptr && answer->value("action", "") == "accept";
+        return json{{"content", {Text(yes ? "Deleted " + file : "Kept " + file)}}};
+      });
+  add_task("multi_input", "Conformance fixture (tasks): asks two questions at once",
+           TaskSupport::kOptional, Schema(json::object()),
+           [](const json&, ToolContext& ctx) -> Result<json> {
+             if (ctx.task == nullptr)
+               return json{{"isError", true}, {"content", {Text("multi_input runs as a task")}}};
+             json answers = ctx.task->AwaitInput(
+                 {{"first", Elicit("First?", {{"value", {{"type", "string"}}}}, {"value"})},
+                  {"second", Elicit("Second?", {{"value", {{"type", "string"}}}}, {"value"})}},
+                 std::chrono::minutes(5));
+             return json{{"content", {Text(std::to_string(answers.size()) + " answers")}}};
+           });
+  add_task(
+      "test_tool_with_task",
+      "Conformance fixture (tasks): asks a name by multi round-trip, then runs as a task",
+      TaskSupport::kRequired, Schema(json::object()),
+      [](const json&, ToolContext& ctx) -> Result<json> {
+        return json{
+            {"content",
+             {Text("Hello, " + Field(Answer(ctx, "user_name"), "name") + ", from a task")}}};
+      },
+      [](const json&, ToolContext& ctx) -> std::optional<json> {
+        if (Answer(ctx, "user_name") == nullptr) return InputRequired({{"user_name", AskName()}});
+        return std::nullopt;
       });
   add("test_error_handling", "Conformance fixture: always fails", [](ToolContext&) {
     return json{{"isError", true},

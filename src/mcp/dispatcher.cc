@@ -23,6 +23,33 @@ json InvalidParams(const json& id, std::string message) {
 // keep the list for a while (2026-07-28 caching hints).
 constexpr std::int64_t kToolsListTtlMs = 300000;
 
+bool IsTaskMethod(const std::string& method) {
+  return method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel";
+}
+
+json TasksExtensionRequired() {
+  return {
+      {"requiredCapabilities", {{"extensions", {{std::string(kTasksExtension), json::object()}}}}}};
+}
+
+// A task run's notifications: its stdout and stderr (the relay's log messages) become the
+// task's live output; nothing is sent anywhere (a task has no stream).
+class TaskOutbound final : public Outbound {
+ public:
+  explicit TaskOutbound(Task& task) : task_(task) {}
+  void Send(const json& message) override {
+    if (message.value("method", "") != "notifications/message") return;
+    const json& params = message["params"];
+    const std::string logger = params.value("logger", "");
+    if (!params.contains("data") || !params["data"].is_string()) return;
+    if (logger == "stdout") task_.AppendOutput(params["data"].get<std::string>());
+    if (logger == "stderr") task_.AppendOutput("[stderr] " + params["data"].get<std::string>());
+  }
+
+ private:
+  Task& task_;
+};
+
 bool IsResourceMethod(const std::string& method) {
   return method == "resources/list" || method == "resources/templates/list" ||
          method == "resources/read";
@@ -35,12 +62,13 @@ Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools,
     : Dispatcher(std::move(identity), std::move(tools), ResourceRegistry{}, std::move(logger)) {}
 
 Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegistry resources,
-                       std::shared_ptr<spdlog::logger> logger)
+                       std::shared_ptr<spdlog::logger> logger, TaskStore* tasks)
     : identity_(std::move(identity)),
       tools_(std::move(tools)),
       resources_(std::move(resources)),
       logger_(std::move(logger)),
-      sealer_(RandomHexId(32)) {}
+      sealer_(RandomHexId(32)),
+      tasks_(tasks) {}
 
 bool Dispatcher::IsLongRunning(const json& message) {
   if (!message.is_object()) return false;
@@ -243,9 +271,25 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
                       meta,
                       std::move(input_responses),
                       std::move(request_state)};
+  // With the tasks extension declared, a call that may become a task does: the run goes on in
+  // the background and the answer is its id (after what the tool must answer at once).
+  const bool as_task = meta != nullptr && tasks_ != nullptr &&
+                       meta->HasExtension(kTasksExtension) &&
+                       tool->task_support() != TaskSupport::kForbidden;
   Result<json> result = sandbox::Error(ErrorCode::kInternal, "not run");
   try {
-    result = tool->Call(arguments, context);
+    if (as_task) {
+      auto early = tool->Prepare(arguments, context);
+      if (!early.ok()) {
+        result = early.error();
+      } else if (early->has_value()) {
+        result = std::move(**early);
+      } else {
+        result = StartTask(id, *tool, arguments, context);
+      }
+    } else {
+      result = tool->Call(arguments, context);
+    }
   } catch (...) {
     suppress = session.EndRequest(id);
     throw;
@@ -263,6 +307,69 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
     return FinishInputRequired(id, *tool, session.principal(), meta, std::move(*result));
   }
   return MakeResult(id, std::move(*result));
+}
+
+json Dispatcher::StartTask(const json& id, Tool& tool, const json& arguments,
+                           const ToolContext& request) {
+  (void)id;
+  std::shared_ptr<spdlog::logger> logger = logger_;
+  auto task = tasks_->Start(request.principal, [&tool, arguments, meta = *request.meta,
+                                                answers = request.input_responses,
+                                                state = request.request_state,
+                                                logger](Task& running) {
+    TaskOutbound out(running);
+    // No progress and no client-facing logs: the relay's output goes to the task.
+    RequestNotifier notifier(out, nullptr, LogLevel::kDebug, &running.cancel());
+    ToolContext context{running.cancel(), notifier, running.principal(), &meta, answers, state,
+                        &running};
+    Result<json> result = tool.Call(arguments, context);
+    if (!result.ok()) {
+      const int code = result.error().code() == ErrorCode::kInvalidArgument
+                           ? rpc_code::kInvalidParams
+                           : rpc_code::kInternalError;
+      running.Fail({{"code", code}, {"message", result.error().message()}});
+      return;
+    }
+    if (result->is_object() && result->value("resultType", "") == "input_required") {
+      // Inside a task, input is asked with Task::AwaitInput, not by ending the call.
+      running.Fail({{"code", rpc_code::kInternalError},
+                    {"message", tool.name() + " asked for input in a way a task cannot carry"}});
+      return;
+    }
+    logger->debug("task {} of {} finished", running.id(), tool.name());
+    running.Finish(std::move(*result));
+  });
+  if (!task.ok()) {
+    return json{{"isError", true},
+                {"content",
+                 {{{"type", "text"}, {"text", "no task was started: " + task.error().message()}}}}};
+  }
+  logger_->info("task {} started for {} ({})", (*task)->id(), tool.name(), request.principal);
+  json created = (*task)->Summary();
+  created["resultType"] = "task";
+  return created;
+}
+
+json Dispatcher::HandleTasks(const std::string& principal, const std::string& method,
+                             const json& id, const json& params) {
+  // CheckModern vouched for the extension and a string taskId.
+  auto task = tasks_->Find(principal, params["taskId"].get<std::string>());
+  if (task == nullptr) {
+    // Unknown, expired and another principal's ids look the same.
+    return InvalidParams(id, "Failed to retrieve task: Task not found");
+  }
+  if (method == "tasks/get") return MakeResult(id, task->Detailed());
+  if (method == "tasks/update") {
+    auto responses = params.find("inputResponses");
+    if (responses == params.end() || !responses->is_object()) {
+      return InvalidParams(id, "inputResponses: expected an object");
+    }
+    task->Answer(*responses);
+    return MakeResult(id, json::object());
+  }
+  task->RequestCancel();
+  logger_->info("task {}: cancel asked", task->id());
+  return MakeResult(id, json::object());
 }
 
 json Dispatcher::FinishInputRequired(const json& id, const Tool& tool, const std::string& principal,
@@ -384,9 +491,26 @@ std::optional<json> Dispatcher::CheckModern(const json& value) const {
   }
   const std::string& method = message.method;
   const bool known = method == "server/discover" || method == "tools/list" ||
-                     method == "tools/call" || (IsResourceMethod(method) && !resources_.empty());
+                     method == "tools/call" || (IsResourceMethod(method) && !resources_.empty()) ||
+                     (IsTaskMethod(method) && tasks_ != nullptr);
   if (!known) {
     return ErrorResponse(message.id, rpc_code::kMethodNotFound, "Method not found: " + method);
+  }
+  const RequestMeta& declared = std::get<RequestMeta>(meta);
+  if (IsTaskMethod(method)) {
+    if (!declared.HasExtension(kTasksExtension)) {
+      return MakeError(
+          message.id,
+          RpcError{rpc_code::kMissingClientCapability,
+                   "Missing required client capability: " + method + " needs the extension " +
+                       std::string(kTasksExtension) + " declared in this request's capabilities"},
+          TasksExtensionRequired());
+    }
+    auto task_id = message.params.find("taskId");
+    if (task_id == message.params.end() || !task_id->is_string()) {
+      return InvalidParams(message.id, "taskId: expected a string");
+    }
+    return std::nullopt;
   }
   if (method != "tools/call") return std::nullopt;
   const json& params = message.params;
@@ -402,7 +526,15 @@ std::optional<json> Dispatcher::CheckModern(const json& value) const {
       args != params.end() && !args->is_null() && !args->is_object()) {
     return InvalidParams(message.id, "arguments: expected an object");
   }
-  const RequestMeta& declared = std::get<RequestMeta>(meta);
+  if (tool->task_support() == TaskSupport::kRequired &&
+      (tasks_ == nullptr || !declared.HasExtension(kTasksExtension))) {
+    return MakeError(message.id,
+                     RpcError{rpc_code::kMissingClientCapability,
+                              "Missing required client capability: " + tool->name() +
+                                  " runs only as a task; declare the extension " +
+                                  std::string(kTasksExtension) + " in the request's capabilities"},
+                     TasksExtensionRequired());
+  }
   json missing = json::object();
   const json required = tool->RequiredClientCapabilities();
   for (const auto& [capability, settings] : required.items()) {
@@ -479,9 +611,20 @@ json Dispatcher::HandleModernRequest(Session& calls, const std::string& method, 
   const RequestMeta meta = std::get<RequestMeta>(ParseRequestMeta(params));
   if (method == "server/discover") return Discover(id);
   if (method == "tools/list") {
+    json tools = tools_.List();
+    if (tasks_ != nullptr) {
+      // Which calls may become tasks (the tasks extension reads execution.taskSupport).
+      for (auto& definition : tools) {
+        const Tool* tool = tools_.Find(definition.value("name", ""));
+        if (tool == nullptr || tool->task_support() == TaskSupport::kForbidden) continue;
+        definition["execution"]["taskSupport"] =
+            tool->task_support() == TaskSupport::kRequired ? "required" : "optional";
+      }
+    }
     return Modernize(MakeResult(
-        id, {{"tools", tools_.List()}, {"ttlMs", kToolsListTtlMs}, {"cacheScope", "public"}}));
+        id, {{"tools", std::move(tools)}, {"ttlMs", kToolsListTtlMs}, {"cacheScope", "public"}}));
   }
+  if (IsTaskMethod(method)) return Modernize(HandleTasks(calls.principal(), method, id, params));
   if (IsResourceMethod(method)) {
     return Modernize(HandleResources(calls, method, id, params, true));
   }
@@ -494,6 +637,9 @@ json Dispatcher::Discover(const json& id) const {
   json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
   if (!resources_.empty()) {
     capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  }
+  if (tasks_ != nullptr) {
+    capabilities["extensions"] = {{std::string(kTasksExtension), json::object()}};
   }
   json result = {{"supportedVersions", std::move(versions)},
                  {"capabilities", std::move(capabilities)},

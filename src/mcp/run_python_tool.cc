@@ -198,11 +198,15 @@ json RunPythonTool::Definition() const {
             {"openWorldHint", false}}}};
 }
 
-Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
-  auto call = ParseArguments(arguments, options_.pools);
+namespace {
+
+// The arguments, and what they ask of this server (sessions), checked before anything runs.
+Result<ParsedCall> CheckCall(const json& arguments, const std::vector<PoolChoice>& pools,
+                             bool sessions_enabled) {
+  auto call = ParseArguments(arguments, pools);
   if (!call.ok()) return call.error();
   if (call->session_id) {
-    if (sessions_ == nullptr) {
+    if (!sessions_enabled) {
       return Invalid(
           "session_id: sessions are disabled on this server (sessions.enabled is false); omit "
           "session_id (each call then runs in a fresh interpreter)");
@@ -214,6 +218,21 @@ Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
           "(session_create's memory_bytes)");
     }
   }
+  return call;
+}
+
+}  // namespace
+
+Result<std::optional<json>> RunPythonTool::Prepare(const json& arguments,
+                                                   ToolContext& /*context*/) {
+  auto call = CheckCall(arguments, options_.pools, sessions_ != nullptr);
+  if (!call.ok()) return call.error();
+  return std::optional<json>();
+}
+
+Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
+  auto call = CheckCall(arguments, options_.pools, sessions_ != nullptr);
+  if (!call.ok()) return call.error();
   call->request.principal = context.principal;
   const std::string run_id = RandomHexId(8);
   OutputRelay relay(context.notifier, options_.relay);

@@ -44,6 +44,7 @@
 #include "sandbox/mcp/session_resources.h"
 #include "sandbox/mcp/session_tools.h"
 #include "sandbox/mcp/stdio_transport.h"
+#include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metered_services.h"
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/policy/container_profile.h"
@@ -135,7 +136,7 @@ sandbox::mcp::SessionToolOptions SessionToolOptionsOf(const sandbox::config::Con
 sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
                                         sandbox::exec::ExecutionService& service,
                                         sandbox::exec::SessionService* sessions,
-                                        bool conformance_fixtures,
+                                        bool conformance_fixtures, sandbox::mcp::TaskStore* tasks,
                                         const std::shared_ptr<spdlog::logger>& logger) {
   sandbox::mcp::RunPythonOptions run_options;
   if (const auto* pool = sandbox::config::FindPool(config, config.default_pool)) {
@@ -173,7 +174,7 @@ sandbox::mcp::Dispatcher MakeDispatcher(const sandbox::config::Config& config,
   identity.version = SANDBOX_VERSION;
   identity.instructions = kInstructions;
   if (sessions != nullptr) identity.instructions += kSessionInstructions;
-  return sandbox::mcp::Dispatcher(identity, std::move(tools), std::move(resources), logger);
+  return sandbox::mcp::Dispatcher(identity, std::move(tools), std::move(resources), logger, tasks);
 }
 
 sandbox::http::ConnectionGuardOptions ConnectionGuardOptionsOf(
@@ -371,8 +372,11 @@ int main(int argc, char** argv) {
     sessions = &audited_sessions.emplace(*sessions, audit_options, audit_logger);
   }
 
+  // Tasks of the MCP tasks extension (2026-07-28): runs that outlive their request. Shut down
+  // before the dispatcher's tools and the services they use go away.
+  sandbox::mcp::TaskStore tasks(sandbox::mcp::TaskOptions{}, logger);
   sandbox::mcp::Dispatcher dispatcher =
-      MakeDispatcher(config, runs, sessions, conformance_fixtures, logger);
+      MakeDispatcher(config, runs, sessions, conformance_fixtures, &tasks, logger);
 
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
   sandbox::admin::PoolTuner tuner(**service, &metrics, logger);
@@ -413,6 +417,7 @@ int main(int argc, char** argv) {
     // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
+    tasks.Shutdown();
     shutdown_engine();
     logger->info("{}", stopped_line);
     return 0;
@@ -510,6 +515,7 @@ int main(int argc, char** argv) {
     draining.store(true);
     // Cancel the runs first: their streams then end, and stop() does not wait on them.
     streamable.Shutdown();
+    tasks.Shutdown();
     legacy.Shutdown();
     http_api.Shutdown();
     front->Stop();

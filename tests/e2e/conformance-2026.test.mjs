@@ -21,15 +21,6 @@ const NOT_SCORED_EXPECTED = {
   'http-custom-header-server-validation':
     'SEP-2243 (pending): no tool of this server annotates a parameter with x-mcp-header, so there ' +
     'is no Mcp-Param-* header to validate and the scenario has nothing to exercise',
-  'tasks-lifecycle': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-capability-negotiation': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-wire-fields': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-request-state-removal': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-mrtr-input': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-request-headers': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-dispatch-and-envelope': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-required-task-error': 'the tasks extension is not implemented yet (issue 15, item 2)',
-  'tasks-mrtr-composition': 'the tasks extension is not implemented yet (issue 15, item 2)',
 };
 
 let server;

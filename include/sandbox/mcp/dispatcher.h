@@ -31,6 +31,7 @@
 #include "sandbox/mcp/request_state.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session.h"
+#include "sandbox/mcp/task_store.h"
 #include "sandbox/mcp/tool_registry.h"
 
 namespace sandbox::mcp {
@@ -45,8 +46,11 @@ struct ServerIdentity {
 class Dispatcher {
  public:
   Dispatcher(ServerIdentity identity, ToolRegistry tools, std::shared_ptr<spdlog::logger> logger);
+  // `tasks`: the store of the tasks extension (nullptr: no tasks; the extension is then not
+  // announced and tasks/* are unknown methods). It must outlive the dispatcher's use, and be
+  // shut down before the tools are destroyed.
   Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegistry resources,
-             std::shared_ptr<spdlog::logger> logger);
+             std::shared_ptr<spdlog::logger> logger, TaskStore* tasks = nullptr);
 
   // Handles one message (already parsed JSON, not an array). Returns the response of a request;
   // nullopt for notifications, client responses, and requests cancelled while they ran.
@@ -103,6 +107,12 @@ class Dispatcher {
                                      const nlohmann::json& id, const nlohmann::json& params,
                                      Outbound& out, bool& suppress);
   nlohmann::json Discover(const nlohmann::json& id) const;
+  nlohmann::json HandleTasks(const std::string& principal, const std::string& method,
+                             const nlohmann::json& id, const nlohmann::json& params);
+  // Creates the task that runs the call; the CreateTaskResult, or the refusal at a task limit
+  // as a tool error.
+  nlohmann::json StartTask(const nlohmann::json& id, Tool& tool, const nlohmann::json& arguments,
+                           const ToolContext& request);
   // Adds what every 2026-07-28 result carries: resultType and the server's identity in _meta.
   nlohmann::json Modernize(nlohmann::json response) const;
   nlohmann::json ServerInfo() const;
@@ -118,6 +128,7 @@ class Dispatcher {
   const ResourceRegistry resources_;
   std::shared_ptr<spdlog::logger> logger_;
   const RequestStateSealer sealer_;
+  TaskStore* const tasks_;
 };
 
 }  // namespace sandbox::mcp

@@ -54,6 +54,11 @@ class RunPythonTool final : public Tool {
   std::string name() const override { return "run_python"; }
   nlohmann::json Definition() const override;
   Result<nlohmann::json> Call(const nlohmann::json& arguments, ToolContext& context) override;
+  // A run may become a task (2026-07-28 with the tasks extension); bad arguments are refused
+  // before one is created.
+  TaskSupport task_support() const override { return TaskSupport::kOptional; }
+  Result<std::optional<nlohmann::json>> Prepare(const nlohmann::json& arguments,
+                                                ToolContext& context) override;
 
  private:
   exec::ExecutionService& service_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "sandbox/core/result.h"
@@ -12,6 +13,13 @@
 #include "sandbox/mcp/request_notifier.h"
 
 namespace sandbox::mcp {
+
+class Task;
+
+// Whether a tool's call may become a task of the tasks extension (its tools/list
+// execution.taskSupport in 2026-07-28): never, when the client declares the extension, or only
+// as a task (a client without the extension is refused with -32021).
+enum class TaskSupport { kForbidden, kOptional, kRequired };
 
 // What a tool gets besides its arguments; valid for the duration of Call().
 struct ToolContext {
@@ -28,6 +36,9 @@ struct ToolContext {
   // tool never sees a value the client made up; empty when none).
   nlohmann::json input_responses = nlohmann::json::object();
   std::string request_state;
+  // The task this call runs as, nullptr when it runs inside its request. A task run may ask the
+  // client for input while it runs (Task::AwaitInput) and reports output for tasks/get.
+  Task* task = nullptr;
 };
 
 class Tool {
@@ -44,6 +55,14 @@ class Tool {
   // {"sampling": {}}). A 2026-07-28 call that does not declare one of them is refused with
   // -32021 before the tool runs.
   virtual nlohmann::json RequiredClientCapabilities() const { return nlohmann::json::object(); }
+  virtual TaskSupport task_support() const { return TaskSupport::kForbidden; }
+  // Runs before a call becomes a task, inside its request: what must be answered at once
+  // rather than by a task (invalid arguments, a multi round-trip question). nullopt: go on and
+  // create the task. Same error mapping as Call().
+  virtual Result<std::optional<nlohmann::json>> Prepare(const nlohmann::json& /*arguments*/,
+                                                        ToolContext& /*context*/) {
+    return std::optional<nlohmann::json>();
+  }
 };
 
 }  // namespace sandbox::mcp

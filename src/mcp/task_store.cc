@@ -1,0 +1,303 @@
+#include "sandbox/mcp/task_store.h"
+
+#include <ctime>
+
+#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/mcp/random_id.h"
+
+namespace sandbox::mcp {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::system_clock;
+
+// ISO 8601 in UTC with milliseconds, e.g. 2026-12-05T07:30:00.123Z.
+std::string Iso8601(Clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
+  const std::time_t seconds = static_cast<std::time_t>(ms.count() / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", text, static_cast<int>(ms.count() % 1000));
+  return out;
+}
+
+std::int64_t Millis(std::chrono::milliseconds d) { return d.count(); }
+
+}  // namespace
+
+std::string_view TaskStatusName(TaskStatus status) {
+  switch (status) {
+    case TaskStatus::kWorking:
+      return "working";
+    case TaskStatus::kInputRequired:
+      return "input_required";
+    case TaskStatus::kCompleted:
+      return "completed";
+    case TaskStatus::kCancelled:
+      return "cancelled";
+    case TaskStatus::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+Task::Task(std::string id, std::string principal, Clock::time_point created, TaskOptions options)
+    : id_(std::move(id)),
+      principal_(std::move(principal)),
+      created_(created),
+      options_(std::move(options)),
+      updated_(created) {}
+
+void Task::Touch() { updated_ = options_.now ? options_.now() : Clock::now(); }
+
+void Task::AppendOutput(std::string_view text) {
+  std::lock_guard lock(mu_);
+  output_total_ += text.size();
+  output_.append(text);
+  if (output_.size() > options_.live_output_bytes) {
+    output_.erase(0, output_.size() - options_.live_output_bytes);
+  }
+}
+
+json Task::AwaitInput(const json& requests, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  if (status_ != TaskStatus::kWorking && status_ != TaskStatus::kInputRequired)
+    return json::object();
+  for (const auto& [key, request] : requests.items()) {
+    if (!answers_.contains(key)) pending_[key] = request;
+  }
+  if (!pending_.empty()) {
+    status_ = TaskStatus::kInputRequired;
+    Touch();
+  }
+  auto answered = [&] {
+    for (const auto& [key, request] : requests.items()) {
+      if (!answers_.contains(key)) return false;
+    }
+    return true;
+  };
+  changed_.wait_for(lock, wait, [&] { return answered() || cancel_.IsCancelled(); });
+  json out = json::object();
+  for (const auto& [key, request] : requests.items()) {
+    if (auto it = answers_.find(key); it != answers_.end()) {
+      out[key] = *it;
+      answers_.erase(it);
+    }
+    pending_.erase(key);  // given up on, or answered: never asked again under this key
+  }
+  if (pending_.empty() && status_ == TaskStatus::kInputRequired) {
+    status_ = TaskStatus::kWorking;
+    Touch();
+  }
+  return out;
+}
+
+void Task::End(TaskStatus status, json payload) {
+  std::lock_guard lock(mu_);
+  if (status_ == TaskStatus::kCompleted || status_ == TaskStatus::kCancelled ||
+      status_ == TaskStatus::kFailed) {
+    return;
+  }
+  pending_ = json::object();
+  if (cancel_requested_) {
+    status_ = TaskStatus::kCancelled;
+  } else {
+    status_ = status;
+    if (status == TaskStatus::kCompleted) result_ = std::move(payload);
+    if (status == TaskStatus::kFailed) error_ = std::move(payload);
+  }
+  Touch();
+  changed_.notify_all();
+}
+
+void Task::Finish(json result) { End(TaskStatus::kCompleted, std::move(result)); }
+
+void Task::Fail(json error) { End(TaskStatus::kFailed, std::move(error)); }
+
+void Task::Answer(const json& responses) {
+  if (!responses.is_object()) return;
+  std::lock_guard lock(mu_);
+  bool any = false;
+  for (const auto& [key, response] : responses.items()) {
+    if (!pending_.contains(key)) continue;  // unknown or answered already: ignored
+    answers_[key] = response;
+    pending_.erase(key);
+    any = true;
+  }
+  if (!any) return;
+  if (pending_.empty() && status_ == TaskStatus::kInputRequired) status_ = TaskStatus::kWorking;
+  Touch();
+  changed_.notify_all();
+}
+
+void Task::RequestCancel() {
+  {
+    std::lock_guard lock(mu_);
+    if (status_ == TaskStatus::kCompleted || status_ == TaskStatus::kCancelled ||
+        status_ == TaskStatus::kFailed) {
+      return;
+    }
+    cancel_requested_ = true;
+    changed_.notify_all();
+  }
+  cancel_.Cancel();  // outside the lock: the run's callbacks may call back into the task
+}
+
+bool Task::terminal() const {
+  std::lock_guard lock(mu_);
+  return status_ == TaskStatus::kCompleted || status_ == TaskStatus::kCancelled ||
+         status_ == TaskStatus::kFailed;
+}
+
+json Task::SummaryLocked() const {
+  return {{"taskId", id_},
+          {"status", TaskStatusName(status_)},
+          {"createdAt", Iso8601(created_)},
+          {"lastUpdatedAt", Iso8601(updated_)},
+          {"ttlMs", Millis(options_.ttl)},
+          {"pollIntervalMs", Millis(options_.poll_interval)}};
+}
+
+json Task::Summary() const {
+  std::lock_guard lock(mu_);
+  return SummaryLocked();
+}
+
+json Task::Detailed() const {
+  std::lock_guard lock(mu_);
+  json out = SummaryLocked();
+  switch (status_) {
+    case TaskStatus::kInputRequired:
+      out["inputRequests"] = pending_;
+      out["statusMessage"] = "waiting for the client's answer (tasks/update)";
+      break;
+    case TaskStatus::kCompleted:
+      out["result"] = result_;
+      break;
+    case TaskStatus::kFailed:
+      out["error"] = error_;
+      break;
+    case TaskStatus::kCancelled:
+      out["statusMessage"] = "cancelled by the client";
+      break;
+    case TaskStatus::kWorking: {
+      const auto now = options_.now ? options_.now() : Clock::now();
+      const auto running = std::chrono::duration_cast<std::chrono::seconds>(now - created_);
+      out["statusMessage"] = "running for " + std::to_string(running.count()) + " s, " +
+                             std::to_string(output_total_) + " bytes of output";
+      break;
+    }
+  }
+  if (status_ == TaskStatus::kWorking || status_ == TaskStatus::kInputRequired) {
+    // A vendor key (MetaObject rules: not under modelcontextprotocol): the output so far, so a
+    // client can show a long run's progress without a stream.
+    out["_meta"]["dev.sandbox-mcp/output"] = {
+        {"text", output_}, {"bytes", output_total_}, {"truncated", output_total_ > output_.size()}};
+  }
+  return out;
+}
+
+TaskStore::TaskStore(TaskOptions options, std::shared_ptr<spdlog::logger> logger)
+    : options_(std::move(options)), logger_(std::move(logger)), runs_(options_.max_running) {}
+
+TaskStore::~TaskStore() { Shutdown(); }
+
+Clock::time_point TaskStore::Now() const { return options_.now ? options_.now() : Clock::now(); }
+
+void TaskStore::SweepLocked(Clock::time_point now) {
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    const bool expired = now - it->second->created_at() > options_.ttl;
+    if (expired && it->second->terminal()) {
+      it = tasks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Result<std::shared_ptr<Task>> TaskStore::Start(const std::string& principal,
+                                               std::function<void(Task&)> work) {
+  std::shared_ptr<Task> task;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return Error(ErrorCode::kLimit, "the server is stopping: no new tasks");
+    const auto now = Now();
+    SweepLocked(now);
+    std::size_t mine = 0;
+    std::size_t running = 0;
+    std::shared_ptr<Task> oldest_done;
+    for (const auto& [id, t] : tasks_) {
+      if (t->principal() != principal) continue;
+      ++mine;
+      if (!t->terminal()) {
+        ++running;
+      } else if (!oldest_done || t->created_at() < oldest_done->created_at()) {
+        oldest_done = t;
+      }
+    }
+    if (running >= options_.max_running_per_principal) {
+      return Error(ErrorCode::kLimit,
+                   std::to_string(running) +
+                       " tasks of this token are running, the most one token may run at once; "
+                       "wait for one (tasks/get) or cancel one (tasks/cancel)");
+    }
+    if (mine >= options_.max_per_principal) {
+      if (!oldest_done) {
+        return Error(ErrorCode::kLimit, "this token holds " + std::to_string(mine) +
+                                            " tasks, the most one token may hold");
+      }
+      tasks_.erase(oldest_done->id());  // the oldest finished one makes room
+    }
+    task = std::make_shared<Task>(RandomHexId(16), principal, now, options_);
+    tasks_.emplace(task->id(), task);
+  }
+  // Inserted before the run starts: tasks/get finds it the moment the client has its id.
+  bool spawned = runs_.Spawn([task, work = std::move(work), logger = logger_] {
+    try {
+      work(*task);
+    } catch (const std::exception& e) {
+      logger->error("task {}: {}", task->id(), e.what());
+      task->Fail({{"code", rpc_code::kInternalError}, {"message", e.what()}});
+    }
+    // Whatever the work did, the task ends with its run.
+    task->Fail(
+        {{"code", rpc_code::kInternalError}, {"message", "the task's run ended without a result"}});
+  });
+  if (!spawned) {
+    std::lock_guard lock(mu_);
+    tasks_.erase(task->id());
+    return Error(ErrorCode::kLimit, std::to_string(options_.max_running) +
+                                        " tasks are running, the most this server runs at once; "
+                                        "retry later");
+  }
+  return task;
+}
+
+std::shared_ptr<Task> TaskStore::Find(const std::string& principal, const std::string& id) {
+  std::lock_guard lock(mu_);
+  SweepLocked(Now());
+  auto it = tasks_.find(id);
+  if (it == tasks_.end() || it->second->principal() != principal) return nullptr;
+  return it->second;
+}
+
+void TaskStore::Shutdown() {
+  std::map<std::string, std::shared_ptr<Task>> tasks;
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    tasks = tasks_;
+  }
+  for (auto& [id, task] : tasks) task->RequestCancel();
+  runs_.Wait();
+}
+
+std::size_t TaskStore::size() const {
+  std::lock_guard lock(mu_);
+  return tasks_.size();
+}
+
+}  // namespace sandbox::mcp
