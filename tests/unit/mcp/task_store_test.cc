@@ -1,0 +1,295 @@
+// The tasks extension: the store (ids, ownership, limits, expiry with a fake clock, input waits
+// with partial answers, cancel), and the dispatcher's task surface over a FakeService (a
+// run_python task, its live output, tasks/get|update|cancel, gating and refusals).
+#include "sandbox/mcp/task_store.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "sandbox/mcp/conformance_tools.h"
+#include "unit/mcp/test_util.h"
+
+namespace sandbox::mcp {
+namespace {
+
+using json = nlohmann::json;
+using testing::FakeService;
+using testing::NullLogger;
+
+// Polls `done` for up to 30 s.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 3000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+class TaskStoreTest : public ::testing::Test {
+ protected:
+  TaskOptions Options() {
+    TaskOptions options;
+    options.ttl = std::chrono::seconds(60);
+    options.max_running_per_principal = 2;
+    options.max_per_principal = 3;
+    options.now = [this] { return now_; };
+    return options;
+  }
+  std::chrono::system_clock::time_point now_ = std::chrono::system_clock::now();
+};
+
+TEST_F(TaskStoreTest, ATaskIsFoundBeforeStartReturnsAndOnlyByItsOwner) {
+  TaskStore store(Options(), NullLogger());
+  std::string seen_in_run;
+  auto task = store.Start("alice", [&](Task& t) {
+    seen_in_run = store.Find("alice", t.id()) ? "found" : "missing";
+    t.Finish({{"content", json::array()}});
+  });
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ((*task)->id().size(), 32u);
+  EXPECT_NE(store.Find("alice", (*task)->id()), nullptr);
+  EXPECT_EQ(store.Find("bob", (*task)->id()), nullptr);  // like an unknown id
+  EXPECT_EQ(store.Find("alice", "0123"), nullptr);
+  ASSERT_TRUE(Eventually([&] { return (*task)->terminal(); }));
+  EXPECT_EQ(seen_in_run, "found");
+  json detailed = (*task)->Detailed();
+  EXPECT_EQ(detailed["status"], "completed");
+  EXPECT_TRUE(detailed.contains("result"));
+  EXPECT_EQ(detailed["ttlMs"], 60000);
+  EXPECT_FALSE(detailed.contains("requestState"));
+}
+
+TEST_F(TaskStoreTest, LimitsPerPrincipalAndEvictionOfTheOldestFinished) {
+  TaskStore store(Options(), NullLogger());
+  exec::CancelToken release;
+  auto blocking = [&](Task& t) {
+    while (!release.IsCancelled() && !t.cancel().IsCancelled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    t.Finish(json::object());
+  };
+  auto first = store.Start("alice", blocking);
+  now_ += std::chrono::seconds(1);  // distinct creation times: "oldest" is well defined
+  auto second = store.Start("alice", blocking);
+  now_ += std::chrono::seconds(1);
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto third = store.Start("alice", blocking);  // two running: refused, saying why
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().code(), ErrorCode::kLimit);
+  EXPECT_NE(third.error().message().find("tasks/cancel"), std::string::npos);
+  EXPECT_TRUE(store.Start("bob", [](Task& t) { t.Finish(json::object()); }).ok());  // bob's own
+  release.Cancel();
+  ASSERT_TRUE(Eventually([&] { return (*first)->terminal() && (*second)->terminal(); }));
+  auto quick = store.Start("alice", [](Task& t) { t.Finish(json::object()); });
+  ASSERT_TRUE(quick.ok());
+  ASSERT_TRUE(Eventually([&] { return (*quick)->terminal(); }));
+  now_ += std::chrono::seconds(1);
+  // Three kept (the most): the oldest finished one makes room for the next.
+  auto fourth = store.Start("alice", [](Task& t) { t.Finish(json::object()); });
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_EQ(store.Find("alice", (*first)->id()), nullptr);
+  EXPECT_NE(store.Find("alice", (*quick)->id()), nullptr);
+}
+
+TEST_F(TaskStoreTest, FinishedTasksExpireAfterTheirTtlNotBefore) {
+  TaskStore store(Options(), NullLogger());
+  auto task = store.Start("alice", [](Task& t) { t.Finish(json::object()); });
+  ASSERT_TRUE(task.ok());
+  ASSERT_TRUE(Eventually([&] { return (*task)->terminal(); }));
+  now_ += std::chrono::seconds(59);
+  EXPECT_NE(store.Find("alice", (*task)->id()), nullptr);
+  now_ += std::chrono::seconds(2);
+  EXPECT_EQ(store.Find("alice", (*task)->id()), nullptr);
+}
+
+TEST_F(TaskStoreTest, InputWaitsForEveryKeyAndAcceptsPartialAnswers) {
+  TaskStore store(Options(), NullLogger());
+  json got;
+  auto task = store.Start("alice", [&](Task& t) {
+    got = t.AwaitInput(
+        {{"a", {{"method", "elicitation/create"}}}, {"b", {{"method", "elicitation/create"}}}},
+        std::chrono::seconds(30));
+    t.Finish(json::object());
+  });
+  ASSERT_TRUE(task.ok());
+  Task& t = **task;
+  ASSERT_TRUE(Eventually([&] { return t.Detailed()["status"] == "input_required"; }));
+  EXPECT_EQ(t.Detailed()["inputRequests"].size(), 2u);
+  t.Answer({{"a", {{"action", "accept"}}}, {"zzz", {{"action", "accept"}}}});  // zzz: ignored
+  json after_partial = t.Detailed();
+  EXPECT_EQ(after_partial["status"], "input_required");
+  EXPECT_EQ(after_partial["inputRequests"].size(), 1u);
+  EXPECT_TRUE(after_partial["inputRequests"].contains("b"));
+  t.Answer({{"b", {{"action", "decline"}}}});
+  ASSERT_TRUE(Eventually([&] { return t.terminal(); }));
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(got["b"]["action"], "decline");
+}
+
+TEST_F(TaskStoreTest, CancelEndsAsCancelledAndIsIdempotentOnceFinished) {
+  TaskStore store(Options(), NullLogger());
+  auto task = store.Start("alice", [](Task& t) {
+    while (!t.cancel().IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t.Finish({{"content", json::array()}});  // the run still returns a result
+  });
+  ASSERT_TRUE(task.ok());
+  (*task)->RequestCancel();
+  ASSERT_TRUE(Eventually([&] { return (*task)->terminal(); }));
+  EXPECT_EQ((*task)->Detailed()["status"], "cancelled");
+  (*task)->RequestCancel();
+  EXPECT_EQ((*task)->Detailed()["status"], "cancelled");
+  auto done = store.Start("alice", [](Task& t) { t.Finish(json::object()); });
+  ASSERT_TRUE(Eventually([&] { return (*done)->terminal(); }));
+  (*done)->RequestCancel();  // a finished task stays as it is
+  EXPECT_EQ((*done)->Detailed()["status"], "completed");
+}
+
+TEST_F(TaskStoreTest, ShutdownCancelsRunningTasksAndRefusesNewOnes) {
+  TaskStore store(Options(), NullLogger());
+  auto task = store.Start("alice", [](Task& t) {
+    while (!t.cancel().IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t.Finish(json::object());
+  });
+  ASSERT_TRUE(task.ok());
+  store.Shutdown();
+  EXPECT_TRUE((*task)->terminal());
+  EXPECT_FALSE(store.Start("alice", [](Task& t) { t.Finish(json::object()); }).ok());
+}
+
+// ---- through the dispatcher ----
+
+json Meta(bool tasks, json capabilities = json::object()) {
+  if (tasks) capabilities["extensions"] = {{"io.modelcontextprotocol/tasks", json::object()}};
+  return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+          {"io.modelcontextprotocol/clientCapabilities", std::move(capabilities)}};
+}
+
+json Modern(const json& id, const std::string& method, json params, bool tasks = true) {
+  params["_meta"] = Meta(tasks);
+  return testing::Request(id, method, std::move(params));
+}
+
+class DispatcherTasksTest : public ::testing::Test {
+ protected:
+  DispatcherTasksTest() {
+    ToolRegistry tools;
+    tools.Add(std::make_unique<RunPythonTool>(service_, RunPythonOptions{}));
+    for (auto& tool : MakeConformanceTools()) tools.Add(std::move(tool));
+    dispatcher_ = std::make_unique<Dispatcher>(ServerIdentity{}, std::move(tools),
+                                               ResourceRegistry{}, NullLogger(), &store_);
+  }
+  ~DispatcherTasksTest() override { store_.Shutdown(); }
+  json Handle(const json& message, const std::string& principal = "alice") {
+    Session calls(principal);
+    NullOutbound out;
+    auto response = dispatcher_->HandleModern(calls, message, out);
+    return response ? *response : json();
+  }
+  json Get(const std::string& task_id, const std::string& principal = "alice") {
+    return Handle(Modern(9, "tasks/get", {{"taskId", task_id}}), principal);
+  }
+
+  FakeService service_;
+  TaskStore store_{TaskOptions{}, NullLogger()};
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherTasksTest, RunPythonBecomesATaskThatOutlivesItsRequest) {
+  service_.SetBehaviour(service_.BlockUntilCancelled(std::chrono::seconds(2)));
+  json created =
+      Handle(Modern(1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}}));
+  const json& task = created["result"];
+  ASSERT_EQ(task["resultType"], "task") << created.dump();
+  EXPECT_EQ(task["status"], "working");
+  EXPECT_FALSE(task.contains("task"));  // flat, no wrapper
+  // The request (and its Session) are gone; the run goes on and its output shows.
+  ASSERT_TRUE(service_.WaitStarted());
+  ASSERT_TRUE(Eventually([&] {
+    return Get(task["taskId"])["result"]["_meta"]["dev.sandbox-mcp/output"]["text"] == "started\n";
+  }));
+  ASSERT_TRUE(Eventually([&] { return Get(task["taskId"])["result"]["status"] != "working"; }));
+  json done = Get(task["taskId"])["result"];
+  EXPECT_EQ(done["status"], "completed");
+  EXPECT_EQ(done["resultType"], "complete");
+  EXPECT_EQ(done["result"]["structuredContent"]["verdict"], "timeout");
+  EXPECT_FALSE(done["result"].contains("_meta") &&
+               done["result"]["_meta"].contains("io.modelcontextprotocol/related-task"));
+  EXPECT_EQ(Get(task["taskId"], "bob")["error"]["code"], rpc_code::kInvalidParams);
+}
+
+TEST_F(DispatcherTasksTest, BadArgumentsAreRefusedBeforeATaskExists) {
+  json response =
+      Handle(Modern(1, "tools/call", {{"name", "run_python"}, {"arguments", json::object()}}));
+  EXPECT_EQ(response["error"]["code"], rpc_code::kInvalidParams);
+  EXPECT_EQ(store_.size(), 0u);
+}
+
+TEST_F(DispatcherTasksTest, WithoutTheExtensionRunsInlineAndTasksMethodsNeedIt) {
+  json response = Handle(
+      Modern(1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}}, false));
+  EXPECT_EQ(response["result"]["resultType"], "complete");
+  EXPECT_EQ(response["result"]["structuredContent"]["stdout"], "hello\n");
+  for (const char* method : {"tasks/get", "tasks/update", "tasks/cancel"}) {
+    json refused = Handle(Modern(2, method, {{"taskId", "x"}}, false));
+    EXPECT_EQ(refused["error"]["code"], rpc_code::kMissingClientCapability) << method;
+  }
+  json required = Handle(Modern(3, "tools/call", {{"name", "failing_job"}}, false));
+  EXPECT_EQ(required["error"]["code"], rpc_code::kMissingClientCapability);
+  EXPECT_TRUE(required["error"]["data"]["requiredCapabilities"]["extensions"].contains(
+      "io.modelcontextprotocol/tasks"));
+}
+
+TEST_F(DispatcherTasksTest, CancelAndErrorsEndInTheirStatuses) {
+  json slow =
+      Handle(Modern(1, "tools/call", {{"name", "slow_compute"}, {"arguments", {{"seconds", 30}}}}));
+  const std::string id = slow["result"]["taskId"];
+  json ack = Handle(Modern(2, "tasks/cancel", {{"taskId", id}}));
+  EXPECT_EQ(ack["result"]["resultType"], "complete");
+  ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "cancelled"; }));
+  json failing = Handle(Modern(3, "tools/call", {{"name", "failing_job"}}));
+  ASSERT_TRUE(Eventually(
+      [&] { return Get(failing["result"]["taskId"])["result"]["status"] == "completed"; }));
+  EXPECT_EQ(Get(failing["result"]["taskId"])["result"]["result"]["isError"], true);
+  json protocol = Handle(Modern(4, "tools/call", {{"name", "protocol_error_job"}}));
+  ASSERT_TRUE(Eventually(
+      [&] { return Get(protocol["result"]["taskId"])["result"]["status"] == "failed"; }));
+  json failed = Get(protocol["result"]["taskId"])["result"];
+  EXPECT_EQ(failed["error"]["code"], rpc_code::kInternalError);
+  EXPECT_FALSE(failed.contains("result"));
+  EXPECT_EQ(Handle(Modern(5, "tasks/get", {{"taskId", "nope"}}))["error"]["code"],
+            rpc_code::kInvalidParams);
+}
+
+TEST_F(DispatcherTasksTest, InputRequiredIsAnsweredWithTasksUpdate) {
+  json created = Handle(Modern(
+      1, "tools/call", {{"name", "confirm_delete"}, {"arguments", {{"filename", "a.txt"}}}}));
+  const std::string id = created["result"]["taskId"];
+  ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "input_required"; }));
+  json waiting = Get(id)["result"];
+  ASSERT_TRUE(waiting["inputRequests"].contains("confirm"));
+  json ack =
+      Handle(Modern(2, "tasks/update",
+                    {{"taskId", id},
+                     {"inputResponses",
+                      {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}}}}));
+  EXPECT_EQ(ack["result"]["resultType"], "complete");
+  ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "completed"; }));
+  EXPECT_EQ(Get(id)["result"]["result"]["content"][0]["text"], "Deleted a.txt");
+}
+
+TEST_F(DispatcherTasksTest, DiscoverAnnouncesTheExtensionAndToolsListTheirTaskSupport) {
+  json discover = Handle(Modern(1, "server/discover", json::object()));
+  EXPECT_TRUE(
+      discover["result"]["capabilities"]["extensions"].contains("io.modelcontextprotocol/tasks"));
+  json tools = Handle(Modern(2, "tools/list", json::object()))["result"]["tools"];
+  std::map<std::string, json> by_name;
+  for (const auto& t : tools) by_name[t["name"]] = t;
+  EXPECT_EQ(by_name["run_python"]["execution"]["taskSupport"], "optional");
+  EXPECT_EQ(by_name["failing_job"]["execution"]["taskSupport"], "required");
+  EXPECT_FALSE(by_name["greet"].contains("execution"));
+}
+
+}  // namespace
+}  // namespace sandbox::mcp
