@@ -11,8 +11,10 @@
 
 namespace sandbox::fuzz {
 
+// `tasks`: the tasks extension's store (2026-07-28), nullptr for none.
 inline mcp::Dispatcher MakeFuzzDispatcher(mcp::testing::FakeService& service,
-                                          testing::FakeSessionService& sessions) {
+                                          testing::FakeSessionService& sessions,
+                                          mcp::TaskStore* tasks = nullptr) {
   mcp::ToolRegistry tools;
   mcp::RunPythonOptions run_options;
   run_options.relay.coalesce = std::chrono::milliseconds(1);
@@ -24,7 +26,7 @@ inline mcp::Dispatcher MakeFuzzDispatcher(mcp::testing::FakeService& service,
   resources.Add(
       std::make_unique<mcp::SessionResourceProvider>(sessions, mcp::SessionResourceOptions{2}));
   return mcp::Dispatcher(mcp::ServerIdentity{}, std::move(tools), std::move(resources),
-                         mcp::testing::NullLogger());
+                         mcp::testing::NullLogger(), tasks);
 }
 
 }  // namespace sandbox::fuzz

@@ -11,7 +11,8 @@
 //   - a valid request gets exactly one answer, carrying its id unchanged; a valid notification
 //     or client response gets none; text that is not JSON gets -32700 with a null id;
 //   - a batch gets an array of at most as many answers as it has members, or one error;
-//   - every answer serializes to valid UTF-8 JSON.
+//   - every answer serializes to valid UTF-8 JSON;
+//   - 2026-07-28: every result carries a string resultType.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -73,15 +74,49 @@ Kind Classify(const json& m, json& id) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const auto versions = mcp::SupportedProtocolVersions();
+  const bool modern = data[0] % (versions.size() + 1) == versions.size();
   const std::string version(versions[data[0] % versions.size()]);
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): libFuzzer hands bytes
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   mcp::testing::FakeService service;
   sandbox::testing::FakeSessionService sessions;
-  mcp::Dispatcher dispatcher = sandbox::fuzz::MakeFuzzDispatcher(service, sessions);
+  mcp::TaskStore tasks(mcp::TaskOptions{}, mcp::testing::NullLogger());
+  mcp::Dispatcher dispatcher = sandbox::fuzz::MakeFuzzDispatcher(service, sessions, &tasks);
   mcp::Session session("fuzz");
   mcp::testing::RecordingOutbound out;
+  if (modern) {
+    while (!rest.empty()) {
+      const std::size_t newline = rest.find('\n');
+      const std::string_view line = rest.substr(0, newline);
+      rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
+      auto parsed = sandbox::ParseJson(line);
+      if (!parsed.ok()) continue;  // the transports answer unparseable text themselves
+      auto answer = dispatcher.HandleModern(session, *parsed, out);
+      json id;
+      switch (Classify(*parsed, id)) {
+        case Kind::kRequest:
+          FUZZ_CHECK(answer.has_value(), "a request is answered");
+          CheckResponse(*answer);
+          FUZZ_CHECK((*answer)["id"] == id, "the answer carries the request's id");
+          if (answer->contains("result")) {
+            FUZZ_CHECK((*answer)["result"].value("resultType", json()).is_string(),
+                       "2026-07-28 results carry resultType");
+          }
+          break;
+        case Kind::kSilent:
+          FUZZ_CHECK(!answer.has_value(), "notifications and responses get no answer");
+          break;
+        case Kind::kInvalid:
+          FUZZ_CHECK(answer.has_value() && answer->contains("error"),
+                     "an invalid message gets an error");
+          CheckResponse(*answer);
+          break;
+      }
+    }
+    tasks.Shutdown();  // before the tools the task runs use go away
+    return 0;
+  }
   auto init = dispatcher.Handle(session, mcp::testing::InitializeRequest(version), out);
   FUZZ_CHECK(init && init->contains("result"), "initialize succeeds");
 
@@ -133,6 +168,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
     }
   }
+  tasks.Shutdown();
   for (const auto& n : out.messages()) {
     FUZZ_CHECK(n.is_object() && n.value("jsonrpc", json()) == "2.0" && n.contains("method") &&
                    !n.contains("id"),
