@@ -6,6 +6,8 @@ import os
 import resource
 import signal
 
+# -- ctypes: prctl, unshare, mount, capset, clone, seccomp ---------------------------------------
+
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_SECCOMP = 22
@@ -120,6 +122,9 @@ class Kernel:
                    what="PR_SET_SECCOMP")
 
 
+# -- the run's resource limits -----------------------------------------------------------------
+
+
 def _set_rlimit(resource_mod, res, soft, hard=None):
     cur_soft, cur_hard = resource_mod.getrlimit(res)
     hard = soft if hard is None else hard
@@ -157,7 +162,7 @@ def data_rlimit(base_bytes, budget_bytes):
 def narrowed_memory(run_limits, config_limits):
     """The run's memory budget when the request narrowed it below the pool's (config.limits), or
     None: at the pool's own budget the container's cgroup limit is the only enforcement, because
-    RLIMIT_DATA also counts untouched reservations (see _apply_rlimits)."""
+    RLIMIT_DATA also counts untouched reservations (see apply_rlimits)."""
     budget = run_limits.get("memory_bytes", 0)
     pool = config_limits.get("memory_bytes", 0)
     if budget > 0 and (pool <= 0 or budget < pool):
