@@ -6,7 +6,7 @@ import unittest
 
 import harness_config
 from harness_config import leaf_paths, without
-from sandbox_harness import config, errors, kernel, messages
+from sandbox_harness import config, errors, messages
 
 
 def setUpModule():
@@ -65,29 +65,6 @@ class ConfigTest(unittest.TestCase):
                     {"id": "a", "code": "", "limits": {"memory_bytes": 1.5}}):
             with self.assertRaises(errors.ProtocolError, msg=str(bad)):
                 messages.parse_run(dict(bad, op="run"), cfg)
-
-    def test_memory_limit(self):
-        cfg = config.parse_config(harness_config.config())
-        self.assertEqual(cfg["limits"]["memory_bytes"], 0)
-        run = messages.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
-        self.assertEqual(run["limits"]["memory_bytes"], 0)
-        cfg = config.parse_config(harness_config.config({"limits": {"memory_bytes": 512 << 20}}))
-        run = messages.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
-        self.assertEqual(run["limits"]["memory_bytes"], 512 << 20)
-        # RLIMIT_DATA only for a budget narrowed below the pool's (the cgroup covers the rest).
-        self.assertIsNone(kernel.narrowed_memory(run["limits"], cfg["limits"]))
-        run = messages.parse_run({"op": "run", "id": "a", "code": "", "limits": {"memory_bytes": 64 << 20}},
-                          cfg)
-        self.assertEqual(kernel.narrowed_memory(run["limits"], cfg["limits"]), 64 << 20)
-        self.assertEqual(kernel.narrowed_memory({"memory_bytes": 5}, {"memory_bytes": 0}), 5)
-        self.assertIsNone(kernel.narrowed_memory({"memory_bytes": 0}, {"memory_bytes": 0}))
-        self.assertIsNone(kernel.narrowed_memory({"memory_bytes": 9}, {"memory_bytes": 8}))
-
-    def test_vm_data(self):
-        status = "Name:\tpython\nVmPeak:\t  504424 kB\nVmData:\t  343612 kB\nVmStk:\t 548 kB\n"
-        self.assertEqual(kernel.parse_vm_data(status), 343612 * 1024)
-        self.assertIsNone(kernel.parse_vm_data("Name: x\n"))
-        self.assertEqual(kernel.data_rlimit(100, 50), (150, 150 + kernel.DATA_HEADROOM))
 
 
 class SessionConfigTest(unittest.TestCase):
