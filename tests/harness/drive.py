@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Development driver for the in-container harness (src/harness/harness.py).
+"""Development driver for the in-container harness (src/harness/sandbox_harness, packed as the
+server packs it).
 
 Starts the harness in the real sandbox image the way the server will (docker run -i --rm with the
 production-like options, the bootstrap command, the harness source over stdin), sends config and
@@ -38,10 +39,11 @@ import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-HARNESS = os.path.join(ROOT, "src", "harness", "harness.py")
-# The complete config the harness requires (it has no defaults), shared with its unit tests.
+# The complete config the harness requires (it has no defaults), and the packed harness, shared
+# with its unit tests.
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "harness"))
 import harness_config  # noqa: E402
+import harness_payload  # noqa: E402
 POLICY = os.path.join(ROOT, "policies", "seccomp-container.json")
 IMAGE = "sandbox-mcp-python:latest"
 PYTHON = "/snekbin/python/default/bin/python"
@@ -133,8 +135,11 @@ class Session:
                                      stderr=subprocess.PIPE)
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
-        with open(getattr(opts, "harness", None) or HARNESS, "rb") as f:
-            src = f.read()
+        if getattr(opts, "harness", None):
+            with open(opts.harness, "rb") as f:
+                src = f.read()
+        else:
+            src = harness_payload.pack()
         cfg = harness_config.config({"mode": opts.mode, "isolate": opts.isolate,
                                      "seccomp_bpf": None if opts.no_run_seccomp else dev_bpf()})
         harness_config.merge(cfg, json.loads(opts.config))
@@ -1066,8 +1071,9 @@ def main():
     ap.add_argument("--container-seccomp", default=POLICY if os.path.exists(POLICY) else "unconfined")
     ap.add_argument("--no-run-seccomp", action="store_true")
     ap.add_argument("--docker-arg", action="append", help="extra docker run argument")
-    ap.add_argument("--harness", default=HARNESS,
-                    help="harness source to run (e.g. an older copy, to compare timings)")
+    ap.add_argument("--harness", default=None,
+                    help="harness payload to run instead of the packed source tree (e.g. an older "
+                         "build's harness_payload.py, to compare timings)")
     opts = ap.parse_args()
     opts.isolate = {"true": True, "false": False, "auto": "auto"}[opts.isolate]
     if opts.list:

@@ -1,5 +1,6 @@
-// The in-container harness (src/harness/harness.py), embedded in the server binary at build
-// time and sent to every sandbox over stdin, so it is never baked into an image and always
+// The in-container harness (the src/harness/sandbox_harness package behind src/harness/loader.py,
+// packed into one Python source by cmake/pack_harness.cmake), embedded in the server binary at
+// build time and sent to every sandbox over stdin, so it is never baked into an image and always
 // matches the server that speaks to it.
 #pragma once
 

@@ -1,0 +1,32 @@
+# cmake -DPACKAGE_DIR=dir -DLOADER=file -DOUTPUT=file -P pack_harness.cmake
+# Packs the harness into the one Python source the server sends into each container: the loader
+# (src/harness/loader.py), then `_boot({...})` with the source of every module in PACKAGE_DIR
+# as a raw string literal. CMake only, so that building the server needs no Python.
+get_filename_component(PACKAGE_DIR "${PACKAGE_DIR}" ABSOLUTE)
+file(GLOB modules RELATIVE "${PACKAGE_DIR}" "${PACKAGE_DIR}/*.py")
+if(NOT modules)
+  message(FATAL_ERROR "no modules in ${PACKAGE_DIR}")
+endif()
+list(SORT modules)
+file(READ "${LOADER}" payload)
+string(APPEND payload "\n\n_boot({\n")
+foreach(module IN LISTS modules)
+  file(READ "${PACKAGE_DIR}/${module}" source)
+  # r'''...''' holds any text but its own delimiter, and must not end in a backslash or quote.
+  string(FIND "${source}" "'''" delimiter)
+  if(NOT delimiter EQUAL -1)
+    message(FATAL_ERROR "${module} contains ''' (the packer quotes sources with it): use \"\"\"")
+  endif()
+  if(NOT source MATCHES "\n$")
+    message(FATAL_ERROR "${module} does not end with a newline")
+  endif()
+  if(source MATCHES "\r")
+    message(FATAL_ERROR "${module} contains a carriage return")
+  endif()
+  string(REGEX REPLACE "\\.py$" "" name "${module}")
+  string(APPEND payload "\"${name}\": r'''${source}''',\n")
+endforeach()
+string(APPEND payload "})\n")
+file(WRITE "${OUTPUT}.tmp" "${payload}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUTPUT}.tmp")

@@ -1,0 +1,267 @@
+"""The forker F: the only process that forks run children once requests arrive.
+
+Every run's processes are forked from F, never from Z: Z receives the requests and relays
+output and result records, and its freed heap keeps those bytes, so a child of Z could read
+earlier runs' code, files and output in its own (copied) memory. F is forked right after the
+preload, before any request, and never receives request data: its commands are one byte."""
+
+import array
+import json
+import os
+import select
+import signal
+import socket
+import time
+
+from .errors import FatalError
+from .isolation import ChildSpec, intermediate
+from .kernel import PR_SET_PDEATHSIG
+from .osutil import flush_stdio, remove_tree_contents
+from .run_process import EX_INTERNAL
+from .wire import encode_json
+
+FORKER_PREPARE_ISOLATED = b"i"  # create the pipes, fork I with namespaces
+FORKER_PREPARE_PROCESS = b"p"  # isolate=false: clean up after the last run first, then fork I
+FORKER_SWEEP = b"k"  # isolate=false: kill every process but PID 1, Z and F
+FORKER_CLEANUP = b"c"  # isolate=false: sweep and clean /tmp, /dev/shm, /dev/mqueue, the work dir
+FORKER_PIPES = 5  # req_w, out_r, err_r, res_r, st_r: the parent ends passed to Z
+FORKER_REPLY_MAX = 4096
+
+
+def send_fds(sock, data, fds):
+    """sendmsg with SCM_RIGHTS (socket.send_fds is Python >= 3.9; the harness supports 3.8)."""
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+    sock.sendmsg([data], anc)
+
+
+def recv_fds(sock, max_data, max_fds):
+    """One message and the descriptors passed with it (close-on-exec: MSG_CMSG_CLOEXEC)."""
+    data, anc, flags, _ = sock.recvmsg(max_data, socket.CMSG_SPACE(max_fds * 4),
+                                       getattr(socket, "MSG_CMSG_CLOEXEC", 0))
+    fds = array.array("i")
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    if flags & getattr(socket, "MSG_CTRUNC", 0):
+        for fd in fds:
+            os.close(fd)
+        raise OSError("the forker's message lost descriptors (MSG_CTRUNC)")
+    return data, list(fds)
+
+
+def _proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            text = f.read()
+        return text[text.rindex(b")") + 2:][:1]
+    except (OSError, ValueError):
+        return b""
+
+
+def kill_all_but(spare, rounds=100, children=None):
+    """SIGKILL to every process this one may signal except `spare` (kill(-1) would also spare
+    only the caller and PID 1: with docker-init as PID 1 it would kill the zygote). Repeated until
+    a scan finds no live process left (bounded: a fork loop cannot outrun SIGKILL for long)."""
+    for _ in range(rounds):
+        live = 0
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return
+        for name in names:
+            if not name.isdigit() or int(name) in spare:
+                continue
+            pid = int(name)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+            if _proc_state(pid) not in (b"Z", b"X", b""):
+                live += 1
+        _reap_nohang(children)
+        if not live:
+            return
+        time.sleep(0.005)
+
+
+def _reap_nohang(children=None):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if children is not None:
+            children.discard(pid)
+
+
+# How long F waits for the last run's processes to go before preparing the next run anyway.
+FORKER_REAP_WAIT_S = 2.0
+
+
+def _reap_within(children, seconds):
+    """Reaps `children` until none is left or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    _reap_nohang(children)
+    while children and time.monotonic() < deadline:
+        time.sleep(0.002)
+        _reap_nohang(children)
+
+
+class ForkerState:
+    """What F needs of the zygote's start-up state (config, kernel, matplotlib seed)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _forker_cleanup(fs, children=None):
+    """isolate=false: what the last run left (processes, /tmp, /dev/shm, queues, work dir)."""
+    if fs.in_container:
+        kill_all_but({1, fs.zygote_pid, os.getpid()}, children=children)
+        remove_tree_contents("/tmp", keep=fs.tmp_keep)
+        remove_tree_contents("/dev/shm")
+        remove_tree_contents("/dev/mqueue")  # unlinking a queue's file is mq_unlink
+    else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
+        remove_tree_contents(fs.cfg["workdir"])
+    os.makedirs(fs.cfg["workdir"], mode=0o700, exist_ok=True)
+
+
+def _forker_spawn(fs, isolate, children):
+    """Creates the run child I with its pipes; returns (I's pid, the parent ends)."""
+    req_r, req_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    res_r, res_w = os.pipe()
+    st_r, st_w = os.pipe()
+    spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
+                     req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
+                     mpl_seed=fs.mpl_seed)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(fs.sock_fd)
+            intermediate(spec)
+        finally:
+            os._exit(EX_INTERNAL)
+    children.add(pid)
+    for fd in (req_r, out_w, err_w, res_w, st_w):
+        os.close(fd)
+    return pid, [req_w, out_r, err_r, res_r, st_r]
+
+
+def _forker_main(sock, fs):
+    """F: serves Z's one-byte commands until Z closes the socket (or dies: PDEATHSIG)."""
+    fs.kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != fs.zygote_pid:
+        os._exit(0)
+    fs.sock_fd = sock.fileno()
+    children = set()
+    while True:
+        r, _, _ = select.select([sock], [], [], 0.5 if children else None)
+        _reap_nohang(children)
+        if not r:
+            continue
+        try:
+            cmd = sock.recv(16)
+        except OSError:
+            break
+        if not cmd:
+            break
+        try:
+            if cmd in (FORKER_PREPARE_ISOLATED, FORKER_PREPARE_PROCESS):
+                # The last run's tree is killed by now; its dying processes would count against
+                # the next run's pids and memory limits, so the next run starts once they are gone.
+                _reap_within(children, FORKER_REAP_WAIT_S)
+                if cmd == FORKER_PREPARE_PROCESS:
+                    _forker_cleanup(fs, children)
+                pid, fds = _forker_spawn(fs, cmd == FORKER_PREPARE_ISOLATED, children)
+                try:
+                    send_fds(sock, encode_json({"pid": pid}), fds)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+            elif cmd == FORKER_SWEEP:
+                if fs.in_container:
+                    kill_all_but({1, fs.zygote_pid, os.getpid()}, children=children)
+                sock.send(encode_json({"ok": True}))
+            elif cmd == FORKER_CLEANUP:
+                _forker_cleanup(fs, children)
+                sock.send(encode_json({"ok": True}))
+            else:
+                sock.send(encode_json({"error": "unknown forker command %r" % cmd}))
+        except Exception as e:  # reported to Z, which decides (fatal)
+            try:
+                sock.send(encode_json({"error": "%s: %s" % (type(e).__name__, e)}))
+            except OSError:
+                break
+    # Z is gone or exiting: wait for the children (their address spaces' teardown), then exit.
+    for pid in list(children):
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    os._exit(0)
+
+
+class Forker:
+    """Z's end of F."""
+
+    def __init__(self, sock, pid):
+        self.sock = sock
+        self.pid = pid
+
+    @classmethod
+    def start(cls, fs, close_in_child):
+        zsock, fsock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        flush_stdio()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                zsock.close()
+                for fd in close_in_child:
+                    os.close(fd)
+                _forker_main(fsock, fs)
+            finally:
+                os._exit(EX_INTERNAL)
+        fsock.close()
+        return cls(zsock, pid)
+
+    def _command(self, cmd, nfds=0):
+        try:
+            self.sock.send(cmd)
+            data, fds = recv_fds(self.sock, FORKER_REPLY_MAX, nfds)
+        except OSError as e:
+            raise FatalError("the forker does not answer: %s" % e)
+        if not data:
+            raise FatalError("the forker exited")
+        try:
+            reply = json.loads(data.decode("utf-8"))
+        except ValueError:
+            reply = {"error": "invalid answer"}
+        if "error" in reply or len(fds) != nfds:
+            for fd in fds:
+                os.close(fd)
+            raise FatalError("the forker failed: %s" % reply.get("error", "wrong descriptors"))
+        return reply, fds
+
+    def prepare(self, isolate):
+        """A new run child: (I's pid, [req_w, out_r, err_r, res_r, st_r])."""
+        cmd = FORKER_PREPARE_ISOLATED if isolate else FORKER_PREPARE_PROCESS
+        reply, fds = self._command(cmd, FORKER_PIPES)
+        return int(reply["pid"]), fds
+
+    def sweep(self):
+        self._command(FORKER_SWEEP)
+
+    def cleanup(self):
+        self._command(FORKER_CLEANUP)
+
+    def close(self):
+        """F reaps its children and exits when the socket closes; wait for it."""
+        self.sock.close()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass

@@ -1,0 +1,49 @@
+"""The run's resource limits (kernel.py); its ctypes calls are exercised by test_isolation
+(the sleeper init) and end to end by test_zygote*."""
+
+import os
+import resource
+import unittest
+
+import harness_config
+from sandbox_harness import config, kernel, messages
+
+
+class RlimitTest(unittest.TestCase):
+    def test_memory_limit(self):
+        cfg = config.parse_config(harness_config.config())
+        self.assertEqual(cfg["limits"]["memory_bytes"], 0)
+        run = messages.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
+        self.assertEqual(run["limits"]["memory_bytes"], 0)
+        cfg = config.parse_config(harness_config.config({"limits": {"memory_bytes": 512 << 20}}))
+        run = messages.parse_run({"op": "run", "id": "a", "code": ""}, cfg)
+        self.assertEqual(run["limits"]["memory_bytes"], 512 << 20)
+        # RLIMIT_DATA only for a budget narrowed below the pool's (the cgroup covers the rest).
+        self.assertIsNone(kernel.narrowed_memory(run["limits"], cfg["limits"]))
+        run = messages.parse_run({"op": "run", "id": "a", "code": "", "limits": {"memory_bytes": 64 << 20}},
+                          cfg)
+        self.assertEqual(kernel.narrowed_memory(run["limits"], cfg["limits"]), 64 << 20)
+        self.assertEqual(kernel.narrowed_memory({"memory_bytes": 5}, {"memory_bytes": 0}), 5)
+        self.assertIsNone(kernel.narrowed_memory({"memory_bytes": 0}, {"memory_bytes": 0}))
+        self.assertIsNone(kernel.narrowed_memory({"memory_bytes": 9}, {"memory_bytes": 8}))
+
+    def test_vm_data(self):
+        status = "Name:\tpython\nVmPeak:\t  504424 kB\nVmData:\t  343612 kB\nVmStk:\t 548 kB\n"
+        self.assertEqual(kernel.parse_vm_data(status), 343612 * 1024)
+        self.assertIsNone(kernel.parse_vm_data("Name: x\n"))
+        self.assertEqual(kernel.data_rlimit(100, 50), (150, 150 + kernel.DATA_HEADROOM))
+
+    def test_set_rlimit_never_raises_the_hard_limit(self):
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY:
+            self.skipTest("no finite hard limit to keep")
+        pid = os.fork()
+        if pid == 0:  # in a child: the limits change for good
+            code = 1
+            try:
+                kernel._set_rlimit(resource, resource.RLIMIT_NOFILE, hard + 100)
+                code = 0 if resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard) else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, 0)
