@@ -55,7 +55,6 @@ bool BehindDemand(bool requests_waiting, bool idle_empty,
 
 namespace detail {
 
-
 PoolOptions Clamped(PoolOptions options) {
   options.max_total = std::max(options.max_total, 1);
   options.min_idle = std::clamp(options.min_idle, 0, options.max_total);
@@ -79,7 +78,6 @@ std::shared_ptr<spdlog::logger> OrNullLogger(std::shared_ptr<spdlog::logger> log
   if (logger) return logger;
   return std::make_shared<spdlog::logger>("pool", std::make_shared<spdlog::sinks::null_sink_mt>());
 }
-
 
 }  // namespace detail
 

@@ -447,8 +447,7 @@ Result<exec::SessionFileList> HarnessSandbox::ListFiles() {
   return out;
 }
 
-Result<exec::OutputFile> HarnessSandbox::GetFile(const std::string& path,
-                                                 std::int64_t max_bytes) {
+Result<exec::OutputFile> HarnessSandbox::GetFile(const std::string& path, std::int64_t max_bytes) {
   auto reply = SessionOp(json{{"op", "get_file"}, {"path", path}, {"max_bytes", max_bytes}});
   if (!reply.ok()) return reply.error();
   auto data = Base64Decode(JsonString(*reply, "data_b64"));

@@ -59,9 +59,8 @@ pool::PoolOptions PoolOptionsFor(const config::Config& config, const config::Poo
   return po;
 }
 
-PoolSet BuildPools(const config::Config& config, PoolPurpose purpose,
-                   const ServiceOptions& options, const MakerFactory& make,
-                   const std::shared_ptr<spdlog::logger>& logger) {
+PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const ServiceOptions& options,
+                   const MakerFactory& make, const std::shared_ptr<spdlog::logger>& logger) {
   PoolSet pools;
   for (const auto& pc : config.pools) {
     runner::SandboxSetup setup = SetupFor(config, pc, purpose, options);
@@ -171,8 +170,8 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::StartForSession(
   runner::StartExtras extras;
   extras.session_id = session_id;
   extras.labels[std::string(kSessionKeyLabel)] = SessionKey(session_id);
-  auto sandbox = runner::HarnessSandbox::Start(client_, setup(), logger_, &cancel_starts_,
-                                               std::move(extras));
+  auto sandbox =
+      runner::HarnessSandbox::Start(client_, setup(), logger_, &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();
   return std::unique_ptr<runner::Sandbox>(std::move(*sandbox));
 }

@@ -270,8 +270,9 @@ SandboxService::SandboxService(const config::Config& config, const docker::Clien
       options_(std::move(options)),
       logger_(std::move(logger)),
       // Admin changes of a pool's limits live in its maker; new runs take them.
-      resolver_(config, options_.input,
-                [this](const config::PoolConfig& pc) { return pools_.at(pc.name).maker->limits(); }),
+      resolver_(
+          config, options_.input,
+          [this](const config::PoolConfig& pc) { return pools_.at(pc.name).maker->limits(); }),
       watch_(std::make_unique<StartWatch>(client_, logger_)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::Create(
@@ -282,9 +283,8 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
   }
   std::unique_ptr<SandboxService> service(
       new SandboxService(config, client, std::move(options), std::move(logger)));
-  service->pools_ =
-      BuildPools(config, PoolPurpose::kRuns, service->options_,
-                 HarnessSandboxMaker::On(client, service->logger_), service->logger_);
+  service->pools_ = BuildPools(config, PoolPurpose::kRuns, service->options_,
+                               HarnessSandboxMaker::On(client, service->logger_), service->logger_);
   return service;
 }
 

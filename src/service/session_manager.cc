@@ -137,8 +137,7 @@ std::unique_ptr<SessionManager> SessionManager::Create(const config::Config& con
                                                        const ServiceOptions& options,
                                                        std::shared_ptr<spdlog::logger> logger) {
   std::unique_ptr<SessionManager> manager(new SessionManager(config, resolver, std::move(logger)));
-  manager->pools_ =
-      BuildPools(config, PoolPurpose::kSessions, options, make, manager->logger_);
+  manager->pools_ = BuildPools(config, PoolPurpose::kSessions, options, make, manager->logger_);
   return manager;
 }
 
@@ -740,8 +739,7 @@ Result<exec::OutputFile> SessionManager::GetFile(const std::string& principal,
   std::shared_ptr<Session> s = *found;
   SANDBOX_RETURN_IF_ERROR(RequestResolver::CheckPath("path", path));
   const std::int64_t max_bytes = config_.sessions.max_file_bytes;
-  return WithSandbox(
-      s, [&](runner::Sandbox& sandbox) { return sandbox.GetFile(path, max_bytes); });
+  return WithSandbox(s, [&](runner::Sandbox& sandbox) { return sandbox.GetFile(path, max_bytes); });
 }
 
 Status SessionManager::DeleteFile(const std::string& principal, const std::string& session_id,

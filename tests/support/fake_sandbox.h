@@ -283,8 +283,7 @@ class FakeMaker final : public service::SandboxMaker {
     if (setup_.session && setup_.watchdog.count() > 0) id = service::NewSessionId();
     return Start(std::move(id));
   }
-  Result<std::unique_ptr<runner::Sandbox>> StartForSession(
-      const std::string& session_id) override {
+  Result<std::unique_ptr<runner::Sandbox>> StartForSession(const std::string& session_id) override {
     return Start(session_id);
   }
   Result<std::unique_ptr<runner::Sandbox>> Adopt(const std::string& container_id) override {

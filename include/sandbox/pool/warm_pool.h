@@ -250,8 +250,7 @@ class WarmPool {
  public:
   // `factory` must outlive Shutdown() (it is used only by the start workers, which Shutdown
   // joins). `logger` may be null (then nothing is logged). Starts no thread; call Start().
-  WarmPool(PoolOptions options, SandboxFactory<T>& factory,
-           std::shared_ptr<spdlog::logger> logger);
+  WarmPool(PoolOptions options, SandboxFactory<T>& factory, std::shared_ptr<spdlog::logger> logger);
   // Calls Shutdown().
   ~WarmPool();
   WarmPool(const WarmPool&) = delete;

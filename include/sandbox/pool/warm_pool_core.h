@@ -180,8 +180,10 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
     logger_->info("pool '{}': shut down", options_.name);
   }
 
-  Result<Lease<T>> Acquire(std::optional<std::chrono::milliseconds> timeout, const std::string& principal) {
-    const std::chrono::milliseconds wait = std::max(timeout.value_or(options_.acquire_timeout), std::chrono::milliseconds{0});
+  Result<Lease<T>> Acquire(std::optional<std::chrono::milliseconds> timeout,
+                           const std::string& principal) {
+    const std::chrono::milliseconds wait =
+        std::max(timeout.value_or(options_.acquire_timeout), std::chrono::milliseconds{0});
     const auto deadline = Clock::now() + wait;
     std::unique_lock lock(mu_);
     if (shutdown_) return Unavailable("is shut down");
@@ -197,7 +199,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
       ++acquired_total_;
       work_cv_.notify_all();  // idle dropped: a worker may need to refill to min_idle
       UpdateTargetLocked(lock);
-      return Lease<T>(this->shared_from_this(), std::move(entry->sandbox), principal, entry->generation);
+      return Lease<T>(this->shared_from_this(), std::move(entry->sandbox), principal,
+                      entry->generation);
     }
     if (shutdown_) return Unavailable("is shut down");
 
@@ -371,9 +374,10 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
     target_ = target;
     if (target == before) return;
     if (autoscaler_) {
-      logger_->debug("pool '{}': autoscale: min_idle {} -> {} (peak demand {} in the last {} s)",
-                     options_.name, before, target, autoscale_peak_,
-                     std::chrono::duration_cast<std::chrono::seconds>(autoscaler_->options().window).count());
+      logger_->debug(
+          "pool '{}': autoscale: min_idle {} -> {} (peak demand {} in the last {} s)",
+          options_.name, before, target, autoscale_peak_,
+          std::chrono::duration_cast<std::chrono::seconds>(autoscaler_->options().window).count());
     }
     if (target > before) {
       work_cv_.notify_all();
@@ -497,7 +501,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
   // Fair sharing between principals: the waiter whose principal holds the fewest leases of
   // this pool, the longest-waiting among equals. So a principal holding every sandbox cannot
   // keep them while another waits: each one freed goes to the other first.
-  std::deque<Waiter*>::iterator NextWaiterLocked() {
+  typename std::deque<Waiter*>::iterator NextWaiterLocked() {
     auto best = waiters_.begin();
     int best_held = LeasedByLocked(*(*best)->principal);
     for (auto it = std::next(best); it != waiters_.end() && best_held > 0; ++it) {
@@ -597,7 +601,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
       lock.unlock();
       const auto begin = Clock::now();
       Result<std::unique_ptr<T>> created = CreateSandbox(context);
-      const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - begin);
+      const auto latency =
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - begin);
       if (options_.hooks.start_finished) options_.hooks.start_finished(created.ok(), latency);
       IdleEntry entry;
       std::optional<Error> start_error;
@@ -818,8 +823,8 @@ void Lease<T>::Reset() noexcept {
 template <typename T>
 WarmPool<T>::WarmPool(PoolOptions options, SandboxFactory<T>& factory,
                       std::shared_ptr<spdlog::logger> logger)
-    : core_(std::make_shared<detail::PoolCore<T>>(std::move(options), factory,
-                                                  std::move(logger))) {}
+    : core_(std::make_shared<detail::PoolCore<T>>(std::move(options), factory, std::move(logger))) {
+}
 
 template <typename T>
 WarmPool<T>::~WarmPool() {

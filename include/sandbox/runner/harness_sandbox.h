@@ -1,7 +1,8 @@
 // HarnessSandbox: one sandbox container with the project's harness running in it — the
-// concrete Sandbox (sandbox.h), and the only place that speaks the harness's messages. Start() creates the hardened container (sandbox_spec.h), attaches to
-// its stdio, starts it, sends the harness and its configuration, and waits for `ready`. Run()
-// sends one run and relays its events until `done` (docs/harness-protocol.md).
+// concrete Sandbox (sandbox.h), and the only place that speaks the harness's messages. Start()
+// creates the hardened container (sandbox_spec.h), attaches to its stdio, starts it, sends the
+// harness and its configuration, and waits for `ready`. Run() sends one run and relays its events
+// until `done` (docs/harness-protocol.md).
 //
 // Thread-safety: one holder at a time calls Run()/Healthy() (the pool guarantees it). A run's
 // CancelToken may fire from any thread; the cancel is written to the harness under a mutex.

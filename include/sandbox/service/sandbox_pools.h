@@ -90,9 +90,8 @@ pool::PoolOptions PoolOptionsFor(const config::Config& config, const config::Poo
                                  PoolPurpose purpose, const runner::SandboxSetup& setup,
                                  const ServiceOptions& options);
 // Every configured pool, not started. `config` must outlive the set.
-PoolSet BuildPools(const config::Config& config, PoolPurpose purpose,
-                   const ServiceOptions& options, const MakerFactory& make,
-                   const std::shared_ptr<spdlog::logger>& logger);
+PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const ServiceOptions& options,
+                   const MakerFactory& make, const std::shared_ptr<spdlog::logger>& logger);
 
 // The production maker: HarnessSandboxes on the Docker engine.
 class HarnessSandboxMaker final : public SandboxMaker {

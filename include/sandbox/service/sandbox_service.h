@@ -133,7 +133,7 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   // A lease for a run; on a retry (`verify`) only a sandbox that answers a ping, trying at
   // most the pool's max_total + 1 sandboxes.
   Result<SandboxLease> AcquireFor(const PoolEntry& entry, const std::string& principal,
-                                 bool verify) const;
+                                  bool verify) const;
   // The Python version and installed distributions of `image`, by a run in `pool`.
   Result<nlohmann::json> ProbePackages(const std::string& pool, const std::string& image);
   // A pool's kBusy becomes kUnavailable, naming the engine, when the engine does not answer.

@@ -32,8 +32,7 @@ TEST(SandboxPoolsTest, RunPoolsAreAsConfigured) {
   ServiceOptions options;
   options.container_labels = {{"owner", "me"}};
   testing::FakeWorld world;
-  auto pools =
-      BuildPools(config, PoolPurpose::kRuns, options, testing::FakeMakers(world), nullptr);
+  auto pools = BuildPools(config, PoolPurpose::kRuns, options, testing::FakeMakers(world), nullptr);
   ASSERT_EQ(pools.size(), 2u);
   const auto& entry = pools.at("default");
   EXPECT_EQ(entry.config, &config.pools[0]);

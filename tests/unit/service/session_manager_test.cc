@@ -208,8 +208,7 @@ TEST_F(SessionManagerTest, AContainerLostWhileIdleIsReportedWithTheNextRun) {
   auto run = Run(s.id, "print(1)");
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->verdict, exec::Verdict::kOk);
-  EXPECT_NE(run->session_notice.find("restarted empty"), std::string::npos)
-      << run->session_notice;
+  EXPECT_NE(run->session_notice.find("restarted empty"), std::string::npos) << run->session_notice;
   EXPECT_EQ(manager_->Get("alice", s.id)->restarts, 1);
 }
 
