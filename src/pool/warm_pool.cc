@@ -3,20 +3,10 @@
 #include <spdlog/sinks/null_sink.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <cstddef>
-#include <deque>
-#include <exception>
-#include <map>
-#include <mutex>
-#include <thread>
-#include <utility>
-#include <vector>
+#include <memory>
 
 namespace sandbox::pool {
 
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 PoolOptions PoolOptionsFromConfig(const config::PoolConfig& config) {

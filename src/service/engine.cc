@@ -5,9 +5,9 @@
 namespace sandbox::service {
 
 Result<std::unique_ptr<Engine>> Engine::Start(
-    const config::Config& config, const docker::Client& client, ServiceOptions options,
+    const config::Config& config, const docker::Client& client, const ServiceOptions& options,
     const std::vector<docker::ContainerSummary>& left_sessions,
-    std::shared_ptr<spdlog::logger> logger) {
+    const std::shared_ptr<spdlog::logger>& logger) {
   std::unique_ptr<Engine> engine(new Engine());
   auto service = SandboxService::Create(config, client, options, logger);
   if (!service.ok()) return service.error();

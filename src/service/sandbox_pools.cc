@@ -82,7 +82,7 @@ HarnessSandboxMaker::HarnessSandboxMaker(const docker::Client& client, runner::S
 }
 
 MakerFactory HarnessSandboxMaker::On(const docker::Client& client,
-                                     std::shared_ptr<spdlog::logger> logger) {
+                                     const std::shared_ptr<spdlog::logger>& logger) {
   return [&client, logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
     return std::make_unique<HarnessSandboxMaker>(client, std::move(setup), logger);
   };

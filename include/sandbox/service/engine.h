@@ -27,9 +27,9 @@ class Engine {
   // in `left_sessions` (SweepCounts::left_sessions) are adopted or removed first. `config`
   // and `client` must outlive the engine.
   static Result<std::unique_ptr<Engine>> Start(
-      const config::Config& config, const docker::Client& client, ServiceOptions options,
+      const config::Config& config, const docker::Client& client, const ServiceOptions& options,
       const std::vector<docker::ContainerSummary>& left_sessions,
-      std::shared_ptr<spdlog::logger> logger);
+      const std::shared_ptr<spdlog::logger>& logger);
   // Shutdown().
   ~Engine();
   Engine(const Engine&) = delete;

@@ -111,7 +111,8 @@ class HarnessSandboxMaker final : public SandboxMaker {
   std::string python_version() const override;
 
   // The MakerFactory of HarnessSandboxMakers on `client`.
-  static MakerFactory On(const docker::Client& client, std::shared_ptr<spdlog::logger> logger);
+  static MakerFactory On(const docker::Client& client,
+                         const std::shared_ptr<spdlog::logger>& logger);
 
  private:
   // The setups to start from: full and (when the pool may start lean) without preload and warm
