@@ -43,7 +43,7 @@ constexpr std::int64_t kRelayHeadroomBytes = 12LL << 20;
 
 // Every field, always: the harness has no defaults (cpu_s 0: derived from the timeout;
 // memory_bytes 0: the container's limit only).
-json LimitsJson(const RunLimits& l) {
+json HarnessLimits(const RunLimits& l) {
   return {{"timeout_s", l.timeout_s},
           {"output_bytes", l.output_bytes},
           {"nproc", l.nproc},
@@ -98,7 +98,7 @@ json HarnessConfig(const SandboxSetup& setup) {
       {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
       {"files_in",
        {{"max_count", setup.input.max_files}, {"max_total_bytes", setup.input.max_total_bytes}}},
-      {"limits", LimitsJson(ResolveLimits(pool.limits))},
+      {"limits", HarnessLimits(pool.limits)},
   };
   AddResultLimits(config);
   return config;
@@ -113,19 +113,6 @@ struct HarnessSandbox::CancelLink {
   std::atomic<bool> fired{false};
   Clock::time_point fired_at;
 };
-
-RunLimits ResolveLimits(const config::Limits& l) {
-  RunLimits r;
-  r.timeout_s = l.timeout_s;
-  r.memory_bytes = l.memory_bytes;
-  r.output_bytes = l.output_bytes;
-  r.cpu_s = l.cpu_s;
-  r.nproc = l.nproc;
-  r.nofile = l.nofile;
-  r.fsize_bytes = l.fsize_bytes;
-  r.tmpfs_bytes = l.tmpfs_bytes;
-  return r;
-}
 
 HarnessSandbox::HarnessSandbox(const SandboxSetup& setup, ContainerHandle container,
                                std::unique_ptr<docker::AttachedStream> stream,
@@ -354,7 +341,7 @@ bool HarnessSandbox::NoteIdleMessage(json& msg) {
   return false;
 }
 
-Result<HarnessSandbox::PingInfo> HarnessSandbox::Ping() {
+Result<PingInfo> HarnessSandbox::Ping() {
   if (broken_) return Error(ErrorCode::kUnavailable, "the sandbox is broken");
   const Deadline deadline = docker::DeadlineAfter(std::chrono::seconds(5));
   if (auto sent = SendJson(json{{"op", "ping"}}, deadline); !sent.ok()) {
@@ -386,11 +373,98 @@ Result<HarnessSandbox::PingInfo> HarnessSandbox::Ping() {
 
 bool HarnessSandbox::Healthy() { return Ping().ok(); }
 
-Status HarnessSandbox::BeginSession(const RunLimits& limits, const json& extra) {
-  json op = {{"op", "session"}, {"limits", LimitsJson(limits)}};
-  if (extra.is_object()) op.update(extra);
+Status HarnessSandbox::BeginSession(const RunLimits& limits, const SessionTerms& terms) {
+  json op = {{"op", "session"}, {"limits", HarnessLimits(limits)}};
+  if (!terms.record.is_null()) op["record"] = terms.record;
+  if (terms.watchdog) op["watchdog_s"] = static_cast<double>(terms.watchdog->count());
   auto reply = SessionOp(std::move(op));
   if (!reply.ok()) return reply.error().WithContext("start the session");
+  return OkStatus();
+}
+
+Result<ResumeInfo> HarnessSandbox::Resume() {
+  auto reply = SessionOp(json{{"op", "resume"}});
+  if (!reply.ok()) return reply.error();
+  ResumeInfo info;
+  if (auto it = reply->find("record"); it != reply->end()) info.record = *it;
+  if (auto it = reply->find("idle_s"); it != reply->end() && it->is_number()) {
+    info.idle_s = it->get<double>();
+  }
+  info.protocol = static_cast<int>(JsonInt(*reply, "protocol").value_or(0));
+  return info;
+}
+
+namespace {
+
+exec::SessionFile ParseFileEntry(const json& j) {
+  exec::SessionFile f;
+  f.path = JsonString(j, "path");
+  f.size = JsonInt(j, "size").value_or(0);
+  f.mime_type = JsonString(j, "mime_type");
+  if (auto it = j.find("mtime"); it != j.end() && it->is_number()) {
+    f.mtime_unix_s = it->get<double>();
+  }
+  return f;
+}
+
+}  // namespace
+
+Result<std::vector<exec::SessionFile>> HarnessSandbox::PutFiles(
+    const std::vector<exec::InputFile>& files) {
+  json list = json::array();
+  for (const auto& f : files) {
+    list.push_back({{"path", f.path}, {"content_b64", Base64Encode(f.content)}});
+  }
+  auto reply = SessionOp(json{{"op", "put_files"}, {"files", std::move(list)}});
+  if (!reply.ok()) return reply.error();
+  std::vector<exec::SessionFile> out;
+  if (auto it = reply->find("files"); it != reply->end() && it->is_array()) {
+    for (const auto& f : *it) {
+      if (f.is_object()) out.push_back(ParseFileEntry(f));
+    }
+  }
+  return out;
+}
+
+Result<exec::SessionFileList> HarnessSandbox::ListFiles() {
+  auto reply = SessionOp(json{{"op", "list_files"}});
+  if (!reply.ok()) return reply.error();
+  exec::SessionFileList out;
+  out.truncated = JsonBool(*reply, "truncated");
+  if (auto it = reply->find("files"); it != reply->end() && it->is_array()) {
+    for (const auto& f : *it) {
+      if (!f.is_object()) continue;
+      auto entry = ParseFileEntry(f);
+      // Checked again here (the zygote checked the session's answer): an entry whose path
+      // is not a valid result path is dropped and marked, never passed on.
+      if (!ResultPathError(entry.path).empty()) {
+        out.truncated = true;
+        continue;
+      }
+      out.files.push_back(std::move(entry));
+    }
+  }
+  return out;
+}
+
+Result<exec::OutputFile> HarnessSandbox::GetFile(const std::string& path, std::int64_t max_bytes) {
+  auto reply = SessionOp(json{{"op", "get_file"}, {"path", path}, {"max_bytes", max_bytes}});
+  if (!reply.ok()) return reply.error();
+  auto data = Base64Decode(JsonString(*reply, "data_b64"));
+  if (!data.ok()) return Error(ErrorCode::kProtocol, "the sandbox sent a file that is not base64");
+  exec::OutputFile file;
+  file.path = JsonString(*reply, "path");
+  if (file.path.empty()) file.path = path;
+  file.mime_type = JsonString(*reply, "mime_type");
+  if (file.mime_type.empty()) file.mime_type = "application/octet-stream";
+  file.data = std::move(*data);
+  file.size = static_cast<std::int64_t>(file.data.size());
+  return file;
+}
+
+Status HarnessSandbox::DeleteFile(const std::string& path) {
+  auto reply = SessionOp(json{{"op", "delete_file"}, {"path", path}});
+  if (!reply.ok()) return reply.error();
   return OkStatus();
 }
 
@@ -497,7 +571,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
              {"id", run_id},
              {"code", code},
              {"files", file_list},
-             {"limits", LimitsJson(limits)}};
+             {"limits", HarnessLimits(limits)}};
   const auto start = Clock::now();
   const auto timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(limits.timeout_s * 1000)));

@@ -50,6 +50,7 @@
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
 #include "sandbox/service/audit_log.h"
+#include "sandbox/service/engine.h"
 #include "sandbox/service/fair_share.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
@@ -314,36 +315,23 @@ int main(int argc, char** argv) {
     };
     return hooks;
   };
-  auto service =
-      sandbox::service::SandboxService::Create(config, **client, service_options, logger);
-  if (!service.ok()) return Fail(logger, service.error());
-  (*service)->Start();
-
   // Stateful sessions, behind the exec::SessionService interface; null while sessions are off
   // (sessions.enabled false), and then no session tool, resource or route is offered.
-  std::unique_ptr<sandbox::service::SessionManager> session_manager;
-  sandbox::exec::SessionService* sessions = nullptr;
-  if (config.sessions.enabled) {
-    auto manager = sandbox::service::SessionManager::Create(config, **client, **service,
-                                                            service_options, logger);
-    if (!manager.ok()) return Fail(logger, manager.error());
-    session_manager = std::move(*manager);
-    session_manager->Adopt(leftovers->left_sessions);
-    session_manager->Start();
-    sessions = session_manager.get();
-  }
+  auto engine = sandbox::service::Engine::Start(config, **client, service_options,
+                                                leftovers->left_sessions, logger);
+  if (!engine.ok()) return Fail(logger, engine.error());
+  sandbox::service::SandboxService& service = (*engine)->service();
+  sandbox::service::SessionManager* session_manager = (*engine)->sessions();
+  sandbox::exec::SessionService* sessions = session_manager;
   // Sessions end (their containers go) before the pools they came from stop; with
   // sessions.restart_grace_s their containers are left running for the next server instead.
   const char* stopped_line =
-      session_manager && config.sessions.restart_grace.count() > 0
+      session_manager != nullptr && config.sessions.restart_grace.count() > 0
           ? "stopped; all sandbox containers removed but those of sessions, left running for the "
             "next server "
             "(sessions.restart_grace_s)"
           : "stopped; all sandbox containers removed";
-  auto shutdown_engine = [&] {
-    if (session_manager) session_manager->Shutdown(/*leave_sessions=*/true);
-    (*service)->Shutdown();
-  };
+  auto shutdown_engine = [&] { (*engine)->Shutdown(); };
 
   // Freed result buffers go back to the kernel, so one large result leaves no lasting growth.
   sandbox::MemoryTrimmer trimmer;
@@ -351,7 +339,7 @@ int main(int argc, char** argv) {
   // Fair sharing between principals in front of every run (per_principal.*).
   sandbox::PrincipalQuota quota(sandbox::FairShareOptions{config.per_principal.max_concurrent_runs,
                                                           config.per_principal.runs_per_minute});
-  sandbox::service::FairShareRuns fair_runs(**service, quota);
+  sandbox::service::FairShareRuns fair_runs(service, quota);
   std::optional<sandbox::service::FairShareSessions> fair_sessions;
   if (sessions != nullptr) sessions = &fair_sessions.emplace(*sessions, quota);
   // Outermost, so refusals of the fair share are counted too.
@@ -379,7 +367,7 @@ int main(int argc, char** argv) {
       MakeDispatcher(config, runs, sessions, conformance_fixtures, &tasks, logger);
 
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
-  sandbox::admin::PoolTuner tuner(**service, &metrics, logger);
+  sandbox::admin::PoolTuner tuner(service, &metrics, logger);
   // SIGHUP reads the same file and command line again.
   auto load_config = [args]() -> sandbox::Result<sandbox::config::Config> {
     auto again = sandbox::config::ParseCommandLine(static_cast<int>(args.size()), args.data(),
@@ -488,8 +476,8 @@ int main(int argc, char** argv) {
 
   sandbox::server::ProbeSources probes;
   probes.client = client->get();
-  probes.service = service->get();
-  probes.sessions = session_manager.get();
+  probes.service = &service;
+  probes.sessions = session_manager;
   probes.streamable = &streamable;
   probes.stream_slots = stream_slots.get();
   probes.config = &config;

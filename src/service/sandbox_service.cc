@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "sandbox/core/json.h"
-#include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
 #include "sandbox/service/pool_image.h"
 #include "sandbox/service/session_record.h"
@@ -20,45 +19,6 @@ namespace {
 using nlohmann::json;
 
 Error Invalid(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
-
-// A path for the error text: quoted, cut (a refusal need not echo a megabyte back).
-std::string Quoted(const std::string& path) { return "\"" + runner::CutText(path, 80) + "\""; }
-
-// The request's files against the limits the harness enforces too, so that a request passing
-// here is never refused inside the sandbox: count, paths (runner::InputPathError), the same
-// file twice or a file under another, total size.
-Status CheckFiles(const std::vector<exec::InputFile>& files, const runner::InputLimits& limits) {
-  if (files.size() > static_cast<std::size_t>(limits.max_files)) {
-    return Invalid("files: " + std::to_string(files.size()) + " files, more than the limit of " +
-                   std::to_string(limits.max_files) + " per run");
-  }
-  std::vector<std::string> seen;
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    const std::string where = "files[" + std::to_string(i) + "].path";
-    std::string path;
-    if (auto why = runner::InputPathError(files[i].path, &path); !why.empty()) {
-      return Invalid(where + ": " + why + ", got " + Quoted(files[i].path));
-    }
-    for (const auto& other : seen) {
-      if (other == path) return Invalid(where + ": " + Quoted(path) + " is given twice");
-      const bool other_shorter = other.size() < path.size();
-      const std::string& shorter = other_shorter ? other : path;
-      const std::string& longer = other_shorter ? path : other;
-      if (longer.compare(0, shorter.size() + 1, shorter + "/") == 0) {
-        return Invalid(where + ": " + Quoted(path) + " and " + Quoted(other) +
-                       " conflict (one is a directory of the other)");
-      }
-    }
-    seen.push_back(std::move(path));
-    total += static_cast<std::int64_t>(files[i].content.size());
-  }
-  if (total > limits.max_total_bytes) {
-    return Invalid("files: " + std::to_string(total) + " bytes in all, more than the limit of " +
-                   std::to_string(limits.max_total_bytes));
-  }
-  return OkStatus();
-}
 
 // Prints the interpreter's version and installed distributions as one JSON line.
 constexpr const char* kInfoScript = R"PY(
@@ -203,101 +163,6 @@ class SandboxService::StartWatch {
   std::thread thread_;  // last: starts once the members above exist
 };
 
-HarnessSandboxFactory::HarnessSandboxFactory(const docker::Client& client,
-                                             runner::SandboxSetup setup,
-                                             std::shared_ptr<spdlog::logger> logger)
-    : client_(client), logger_(std::move(logger)) {
-  std::lock_guard lock(setups_mu_);
-  current_ = AddSetups(std::move(setup));
-}
-
-HarnessSandboxFactory::Setups HarnessSandboxFactory::AddSetups(runner::SandboxSetup setup) {
-  Setups added;
-  const auto& pool = setup.pool;
-  if (pool.skip_preload_when_queued && !setup.session &&
-      (!pool.preload.empty() || pool.warm_plot)) {
-    auto lean = std::make_unique<runner::SandboxSetup>(setup);
-    lean->pool.preload.clear();
-    lean->pool.warm_plot = false;
-    lean->lean = true;
-    added.lean = lean.get();
-    all_setups_.push_back(std::move(lean));
-  }
-  auto full = std::make_unique<const runner::SandboxSetup>(std::move(setup));
-  added.full = full.get();
-  all_setups_.push_back(std::move(full));
-  return added;
-}
-
-const runner::SandboxSetup& HarnessSandboxFactory::setup() const {
-  std::lock_guard lock(setups_mu_);
-  return *current_.full;
-}
-
-config::Limits HarnessSandboxFactory::limits() const {
-  std::lock_guard lock(setups_mu_);
-  return current_.full->pool.limits;
-}
-
-void HarnessSandboxFactory::SetLimits(const config::Limits& limits) {
-  std::lock_guard lock(setups_mu_);
-  runner::SandboxSetup next = *current_.full;
-  next.pool.limits = limits;
-  current_ = AddSetups(std::move(next));
-}
-
-Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::Create() {
-  return CreateFor(pool::StartContext{});
-}
-
-Result<std::unique_ptr<pool::PooledSandbox>> HarnessSandboxFactory::CreateFor(
-    const pool::StartContext& context) {
-  Setups setups;
-  {
-    std::lock_guard lock(setups_mu_);
-    setups = current_;
-  }
-  const bool lean = context.behind_demand && setups.lean != nullptr;
-  if (lean) {
-    logger_->debug("pool '{}': behind demand; starting a container without the preload",
-                   setups.full->pool.name);
-  }
-  // A session container that may outlive this server is made for the id its session will
-  // have, so its label can carry that id's key from the start (see session_record.h).
-  runner::StartExtras extras;
-  if (setups.full->session && setups.full->watchdog.count() > 0) {
-    extras.session_id = NewSessionId();
-    extras.labels[std::string(kSessionKeyLabel)] = SessionKey(extras.session_id);
-  }
-  auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *setups.lean : *setups.full, logger_,
-                                               &cancel_starts_, std::move(extras));
-  if (!sandbox.ok()) return sandbox.error();
-  if (auto it = (*sandbox)->ready_info().find("python");
-      it != (*sandbox)->ready_info().end() && it->is_string()) {
-    // "3.11.2" -> "3.11": Snekbox's interpreter paths name major.minor.
-    const std::string full = it->get<std::string>();
-    const auto first = full.find('.');
-    const auto second = first == std::string::npos ? first : full.find('.', first + 1);
-    std::lock_guard lock(version_mu_);
-    python_version_ = full.substr(0, second);
-  }
-  return std::unique_ptr<pool::PooledSandbox>(std::move(*sandbox));
-}
-
-Result<std::unique_ptr<runner::HarnessSandbox>> HarnessSandboxFactory::StartForSession(
-    const std::string& session_id) {
-  runner::StartExtras extras;
-  extras.session_id = session_id;
-  extras.labels[std::string(kSessionKeyLabel)] = SessionKey(session_id);
-  return runner::HarnessSandbox::Start(client_, setup(), logger_, &cancel_starts_,
-                                       std::move(extras));
-}
-
-std::string HarnessSandboxFactory::python_version() const {
-  std::lock_guard lock(version_mu_);
-  return python_version_;
-}
-
 Result<int> RemoveLeftovers(const docker::Client& client, const std::string& instance_id,
                             const std::shared_ptr<spdlog::logger>& logger) {
   docker::ListOptions list;
@@ -404,32 +269,22 @@ SandboxService::SandboxService(const config::Config& config, const docker::Clien
       client_(client),
       options_(std::move(options)),
       logger_(std::move(logger)),
+      // Admin changes of a pool's limits live in its maker; new runs take them.
+      resolver_(
+          config, options_.input,
+          [this](const config::PoolConfig& pc) { return pools_.at(pc.name).maker->limits(); }),
       watch_(std::make_unique<StartWatch>(client_, logger_)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     const config::Config& config, const docker::Client& client, ServiceOptions options,
     std::shared_ptr<spdlog::logger> logger) {
-  std::unique_ptr<SandboxService> service(
-      new SandboxService(config, client, std::move(options), std::move(logger)));
   for (const auto& pc : config.pools) {
     SANDBOX_RETURN_IF_ERROR(CheckPoolImage(pc, client.InspectImage(pc.image)));
-    runner::SandboxSetup setup;
-    setup.pool = pc;
-    setup.output = config.output;
-    setup.container_seccomp_json = service->options_.container_seccomp_json;
-    setup.run_filter_bpf = service->options_.run_filter_bpf;
-    setup.instance_id = config.instance_id;
-    setup.extra_labels = service->options_.container_labels;
-    setup.input = service->options_.input;
-    PoolEntry entry;
-    entry.config = &pc;
-    entry.factory =
-        std::make_unique<HarnessSandboxFactory>(client, std::move(setup), service->logger_);
-    pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
-    if (service->options_.pool_hooks) po.hooks = service->options_.pool_hooks(po.name);
-    entry.pool = std::make_unique<pool::WarmPool>(std::move(po), *entry.factory, service->logger_);
-    service->pools_.emplace(pc.name, std::move(entry));
   }
+  std::unique_ptr<SandboxService> service(
+      new SandboxService(config, client, std::move(options), std::move(logger)));
+  service->pools_ = BuildPools(config, PoolPurpose::kRuns, service->options_,
+                               HarnessSandboxMaker::On(client, service->logger_), service->logger_);
   return service;
 }
 
@@ -443,46 +298,12 @@ void SandboxService::Shutdown() {
   for (auto& [name, entry] : pools_) entry.pool->Shutdown();
 }
 
-const SandboxService::PoolEntry* SandboxService::FindPool(const std::string& name) const {
+const PoolEntry* SandboxService::FindPool(const std::string& name) const {
   auto it = pools_.find(name.empty() ? config_.default_pool : name);
   return it == pools_.end() ? nullptr : &it->second;
 }
 
-Result<runner::RunLimits> SandboxService::ResolveRequest(const exec::RunRequest& request) const {
-  const PoolEntry* entry = FindPool(request.pool);
-  if (entry == nullptr) return Invalid("unknown pool \"" + request.pool + "\"");
-  const auto& pc = *entry->config;
-  SANDBOX_RETURN_IF_ERROR(CheckFiles(request.files, options_.input));
-  const config::Limits defaults = entry->factory->limits();  // admin changes apply to new runs
-  runner::RunLimits limits = runner::ResolveLimits(defaults);
-  const auto& o = request.limits;
-  if (o.timeout_s) {
-    if (!(*o.timeout_s > 0) || *o.timeout_s > pc.max_limits.timeout_s) {
-      return Invalid("timeout_s: must be above 0 and at most " +
-                     std::to_string(static_cast<long long>(pc.max_limits.timeout_s)) + " seconds");
-    }
-    limits.timeout_s = *o.timeout_s;
-    limits.cpu_s = 0;  // derived from the new timeout by the harness
-  }
-  if (o.memory_bytes) {
-    // The container's memory is fixed when it starts; a run may only narrow it.
-    if (*o.memory_bytes < (16LL << 20) || *o.memory_bytes > defaults.memory_bytes) {
-      return Invalid("memory_bytes: must be between 16 MiB and " +
-                     std::to_string(defaults.memory_bytes) + " bytes (the pool's limit)");
-    }
-    limits.memory_bytes = *o.memory_bytes;
-  }
-  if (o.output_bytes) {
-    if (*o.output_bytes < 1024 || *o.output_bytes > pc.max_limits.output_bytes) {
-      return Invalid("output_bytes: must be between 1024 and " +
-                     std::to_string(pc.max_limits.output_bytes));
-    }
-    limits.output_bytes = *o.output_bytes;
-  }
-  return limits;
-}
-
-SandboxService::Loss SandboxService::ExplainLoss(const runner::HarnessSandbox& sandbox) const {
+SandboxService::Loss SandboxService::ExplainLoss(const runner::Sandbox& sandbox) const {
   auto info = client_.InspectContainer(sandbox.container_id(),
                                        docker::CallOptions::Within(std::chrono::seconds(5)));
   if (!info.ok()) {
@@ -508,13 +329,12 @@ Error SandboxService::WithEngineState(const Error& error) const {
                                             "), so no sandbox could be had: " + error.message());
 }
 
-Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry, const std::string& principal,
-                                               bool verify) const {
+Result<SandboxLease> SandboxService::AcquireFor(const PoolEntry& entry,
+                                                const std::string& principal, bool verify) const {
   for (int tried = 0;; ++tried) {
     auto lease = entry.pool->Acquire(std::nullopt, principal);
     if (!lease.ok() || !verify) return lease;
-    auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
-    if (sandbox->Healthy() || tried >= entry.pool->sizes().max_total) return lease;
+    if ((*lease)->Healthy() || tried >= entry.pool->sizes().max_total) return lease;
     lease->Discard();  // it does not answer either: the pool destroys and replaces it
   }
 }
@@ -522,14 +342,13 @@ Result<pool::Lease> SandboxService::AcquireFor(const PoolEntry& entry, const std
 Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
                                             exec::RunObserver& observer,
                                             const exec::CancelToken& cancel) {
-  auto limits = ResolveRequest(request);
+  auto limits = resolver_.ResolveRun(request);
   if (!limits.ok()) return limits.error();
   const PoolEntry* entry = FindPool(request.pool);
   for (int attempt = 1;; ++attempt) {
     auto lease = AcquireFor(*entry, request.principal, attempt > 1);
     if (!lease.ok()) return WithEngineState(lease.error());
-    // The factory only makes HarnessSandboxes.
-    auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
+    runner::Sandbox* sandbox = lease->get();
     auto watched = std::make_shared<WatchedRun>();
     watched->container_id = sandbox->container_id();
     // The caller's token outlives this run and never drops a callback: hold the run's state.
@@ -570,9 +389,9 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"mode", std::string(config::PoolModeName(pc.mode))},
                      {"image", pc.image},
                      {"runtime", pc.runtime.empty() ? "runc" : pc.runtime},
-                     {"limits", config::LimitsJson(entry.factory->limits())},
+                     {"limits", config::LimitsJson(entry.maker->limits())},
                      {"max_limits", config::LimitsJson(pc.max_limits)},
-                     {"python", entry.factory->python_version()},
+                     {"python", entry.maker->python_version()},
                      {"executables", ExecutablesOf(name)},
                      // What its image was built with on top of the sandbox image (checked
                      // against the image's labels at start-up).
@@ -660,7 +479,7 @@ std::vector<std::string> SandboxService::DeclaredExecutables(const PoolEntry& en
 }
 
 std::vector<std::string> SandboxService::LearnedExecutables(const PoolEntry& entry) const {
-  const std::string version = entry.factory->python_version();
+  const std::string version = entry.maker->python_version();
   if (version.empty()) return {};
   return WithSiblings({"/snekbin/python/" + version + "/bin/python"});
 }
@@ -734,7 +553,7 @@ std::optional<PoolSettings> SandboxService::Settings(const std::string& pool) co
     settings.autoscale = entry.config->autoscale;  // its other fields as configured
     settings.autoscale.enabled = false;
   }
-  settings.limits = entry.factory->limits();
+  settings.limits = entry.maker->limits();
   settings.max_limits = entry.config->max_limits;
   return settings;
 }
@@ -749,7 +568,7 @@ bool SandboxService::Apply(const std::string& pool, const PoolSettings& settings
   auto it = pools_.find(pool);
   if (it == pools_.end()) return false;
   PoolEntry& entry = it->second;
-  if (!(entry.factory->limits() == settings.limits)) entry.factory->SetLimits(settings.limits);
+  if (!(entry.maker->limits() == settings.limits)) entry.maker->SetLimits(settings.limits);
   entry.pool->Resize(settings.sizes);
   const auto& a = settings.autoscale;
   const pool::AutoscaleOptions wanted{a.enabled, a.min_idle_floor, a.min_idle_ceiling, a.headroom,

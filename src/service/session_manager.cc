@@ -4,18 +4,12 @@
 #include <string>
 #include <utility>
 
-#include "sandbox/core/base64.h"
-#include "sandbox/core/json.h"
-#include "sandbox/runner/container_handle.h"
-#include "sandbox/runner/harness_sandbox.h"
-#include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
 #include "sandbox/service/session_record.h"
 
 namespace sandbox::service {
 namespace {
 
-using nlohmann::json;
 using pool::Clock;
 
 Error Invalid(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
@@ -30,32 +24,9 @@ std::int64_t UnixMsNow() {
       .count();
 }
 
-std::string JsonStr(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::int64_t JsonI64(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() ? JsonInteger(*it).value_or(0) : 0;
-}
-
-exec::SessionFile ParseFileEntry(const json& j) {
-  exec::SessionFile f;
-  f.path = JsonStr(j, "path");
-  f.size = JsonI64(j, "size");
-  f.mime_type = JsonStr(j, "mime_type");
-  if (auto it = j.find("mtime"); it != j.end() && it->is_number())
-    f.mtime_unix_s = it->get<double>();
-  return f;
-}
-
 // Calls after this much idle time check the container first.
 constexpr auto kPingIdle = std::chrono::seconds(1);
 
-// A warm session container (no session yet) has nothing worth keeping: its harness's watchdog
-// is at most this, whatever the restart grace (the session op raises it to the grace).
-constexpr auto kWarmWatchdogMax = std::chrono::seconds(30);
 // How long a shutdown that leaves sessions running waits for a cancelled call to end.
 constexpr auto kLeaveWait = std::chrono::seconds(5);
 
@@ -78,10 +49,10 @@ struct SessionManager::Session {
   std::timed_mutex call_mu;  // held by the one call using the session's sandbox
 
   std::mutex state_mu;  // guards everything below
-  pool::Lease lease;    // empty while the session needs a new sandbox
+  SandboxLease lease;   // empty while the session needs a new sandbox
   // A sandbox not lent by a pool: adopted from an earlier server, or started for this session
   // (a replacement whose container must carry the session's key). At most one of the two.
-  std::unique_ptr<runner::HarnessSandbox> own;
+  std::unique_ptr<runner::Sandbox> own;
   Clock::time_point last_contact;  // the last call or ping (keepalive of the watchdog)
   bool busy = false;
   bool closed = false;
@@ -92,11 +63,8 @@ struct SessionManager::Session {
   std::string pending_notice;                      // a restart to report with the next run
   std::shared_ptr<exec::CancelToken> close_token;  // of the call in progress
 
-  runner::HarnessSandbox* sandbox() const {
-    if (own) return own.get();
-    return static_cast<runner::HarnessSandbox*>(lease.get());
-  }
-  // Destroys the sandbox (its container) unless it was left to run on (HarnessSandbox::Leave).
+  runner::Sandbox* sandbox() const { return own ? own.get() : lease.get(); }
+  // Destroys the sandbox (its container) unless it was left to run on (Sandbox::Leave).
   void ResetSandbox() {
     lease.Reset();
     own.reset();
@@ -159,53 +127,25 @@ class SessionManager::Call {
   bool touch_ = true;
 };
 
-SessionManager::SessionManager(const config::Config& config, const docker::Client& client,
-                               const SandboxService& service,
+SessionManager::SessionManager(const config::Config& config, const RequestResolver& resolver,
                                std::shared_ptr<spdlog::logger> logger)
-    : config_(config), client_(client), service_(service), logger_(std::move(logger)) {}
+    : config_(config), resolver_(resolver), logger_(std::move(logger)) {}
+
+std::unique_ptr<SessionManager> SessionManager::Create(const config::Config& config,
+                                                       const RequestResolver& resolver,
+                                                       const MakerFactory& make,
+                                                       const ServiceOptions& options,
+                                                       std::shared_ptr<spdlog::logger> logger) {
+  std::unique_ptr<SessionManager> manager(new SessionManager(config, resolver, std::move(logger)));
+  manager->pools_ = BuildPools(config, PoolPurpose::kSessions, options, make, manager->logger_);
+  return manager;
+}
 
 Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     const config::Config& config, const docker::Client& client, const SandboxService& service,
     const ServiceOptions& options, std::shared_ptr<spdlog::logger> logger) {
-  std::unique_ptr<SessionManager> manager(
-      new SessionManager(config, client, service, std::move(logger)));
-  const auto grace =
-      std::chrono::duration_cast<std::chrono::milliseconds>(config.sessions.restart_grace);
-  for (const auto& pc : config.pools) {
-    runner::SandboxSetup setup;
-    setup.pool = pc;
-    setup.output = config.output;
-    setup.container_seccomp_json = options.container_seccomp_json;
-    setup.run_filter_bpf = options.run_filter_bpf;
-    setup.instance_id = config.instance_id;
-    setup.extra_labels = options.container_labels;
-    setup.input = options.input;
-    setup.session = true;
-    // With a restart grace, containers outlive this server up to their watchdog (the session
-    // op raises a warm container's to the grace), and health checks keep warm ones alive.
-    setup.watchdog = std::min<std::chrono::milliseconds>(grace, kWarmWatchdogMax);
-    pool::PoolOptions po = pool::PoolOptionsFromConfig(pc);
-    if (setup.watchdog.count() > 0) {
-      po.health_check_interval = std::min(po.health_check_interval, setup.watchdog / 3);
-    }
-    po.name = pc.name + "/sessions";
-    if (options.pool_hooks) po.hooks = options.pool_hooks(po.name);
-    // A session's container is its own: lent once, destroyed when the session ends.
-    po.mode = config::PoolMode::kFresh;
-    po.max_total = std::max(1, config.sessions.max_total);
-    po.min_idle = pc.name == config.default_pool ? std::min(config.sessions.warm, po.max_total) : 0;
-    po.max_concurrent_starts = std::min(pc.max_concurrent_starts, po.max_total);
-    // Creating a session may wait for a cold start (imports and a warm-up plot: seconds).
-    po.acquire_timeout =
-        std::max<std::chrono::milliseconds>(pc.acquire_timeout, std::chrono::seconds(60));
-    PoolEntry entry;
-    entry.config = &pc;
-    entry.factory =
-        std::make_unique<HarnessSandboxFactory>(client, std::move(setup), manager->logger_);
-    entry.pool = std::make_unique<pool::WarmPool>(po, *entry.factory, manager->logger_);
-    manager->pools_.emplace(pc.name, std::move(entry));
-  }
-  return manager;
+  auto make = HarnessSandboxMaker::On(client, logger);
+  return Create(config, service.resolver(), make, options, std::move(logger));
 }
 
 SessionManager::~SessionManager() { Shutdown(); }
@@ -272,7 +212,6 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
   context.grace = config_.sessions.restart_grace;
   context.max_lifetime = config_.sessions.max_lifetime;
   for (const auto& [name, entry] : pools_) context.pools.insert(name);
-  const double grace_s = static_cast<double>(config_.sessions.restart_grace.count());
   int adopted = 0;
   for (const auto& c : left) {
     const std::string name = c.id.substr(0, 12);
@@ -285,30 +224,27 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
     auto pool_label = c.labels.find(std::string(runner::kPoolLabel));
     auto entry = pool_label == c.labels.end() ? pools_.end() : pools_.find(pool_label->second);
     if (entry == pools_.end() || context.grace.count() <= 0) {
-      runner::ContainerHandle(&client_, c.id, logger_).Remove();
+      if (!pools_.empty()) pools_.begin()->second.maker->Remove(c.id);
       removed(context.grace.count() <= 0 ? "sessions.restart_grace_s is 0"
                                          : "its pool is not configured");
       continue;
     }
     // Owned from here on: every path that does not adopt it removes it.
-    auto sandbox =
-        runner::HarnessSandbox::Adopt(client_, entry->second.factory->setup(), c.id, logger_);
+    auto sandbox = entry->second.maker->Adopt(c.id);
     if (!sandbox.ok()) {
       removed(sandbox.error().message());
       continue;
     }
-    auto reply = (*sandbox)->SessionOp(json{{"op", "resume"}});
-    if (!reply.ok()) {
-      removed("its harness did not answer: " + reply.error().message());
+    auto resumed = (*sandbox)->Resume();
+    if (!resumed.ok()) {
+      removed("its harness did not answer: " + resumed.error().message());
       continue;
     }
     LeftSession found;
     found.labels = c.labels;
-    if (auto it = reply->find("record"); it != reply->end()) found.record = *it;
-    if (auto it = reply->find("idle_s"); it != reply->end() && it->is_number()) {
-      found.idle_s = it->get<double>();
-    }
-    found.protocol = static_cast<int>(JsonI64(*reply, "protocol"));
+    found.record = std::move(resumed->record);
+    found.idle_s = resumed->idle_s;
+    found.protocol = resumed->protocol;
     context.now_unix_ms = UnixMsNow();
     auto decision = DecideAdoption(found, context);
     std::lock_guard lock(mu_);
@@ -320,9 +256,9 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
     }
     // From now on this server's grace bounds the container.
     if (decision.adopt) {
-      if (auto begun =
-              (*sandbox)->BeginSession(decision.record->limits, json{{"watchdog_s", grace_s}});
-          !begun.ok()) {
+      runner::SessionTerms terms;
+      terms.watchdog = config_.sessions.restart_grace;
+      if (auto begun = (*sandbox)->BeginSession(decision.record->limits, terms); !begun.ok()) {
         decision = {false, begun.error().message(), std::nullopt};
       }
     }
@@ -357,17 +293,16 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
   return adopted;
 }
 
-nlohmann::json SessionManager::SessionExtras(const Session& session) const {
+runner::SessionTerms SessionManager::TermsOf(const Session& session) const {
   const auto grace = config_.sessions.restart_grace;
-  if (grace.count() <= 0) return json::object();
+  if (grace.count() <= 0) return {};
   SessionRecord record;
   record.key = session.key;
   record.principal = session.principal;
   record.pool = session.pool;
   record.created_unix_ms = session.created_unix_ms;
   record.limits = session.limits;
-  return json{{"record", EncodeRecord(record, session.id)},
-              {"watchdog_s", static_cast<double>(grace.count())}};
+  return {EncodeRecord(record, session.id), grace};
 }
 
 std::chrono::milliseconds SessionManager::KeepAliveInterval() const {
@@ -448,9 +383,9 @@ Status SessionManager::Attach(Session& session) {
   if (keyed && !fresh) {
     // A replacement: a warm container carries another session's key in its label, which
     // cannot change, so one is started for this session's id (cold: seconds).
-    auto sandbox = it->second.factory->StartForSession(session.id);
+    auto sandbox = it->second.maker->StartForSession(session.id);
     if (!sandbox.ok()) return sandbox.error().WithContext("start a container for the session");
-    SANDBOX_RETURN_IF_ERROR((*sandbox)->BeginSession(session.limits, SessionExtras(session)));
+    SANDBOX_RETURN_IF_ERROR((*sandbox)->BeginSession(session.limits, TermsOf(session)));
     std::lock_guard state(session.state_mu);
     session.own = std::move(*sandbox);
     session.last_contact = Clock::now();
@@ -461,13 +396,13 @@ Status SessionManager::Attach(Session& session) {
     auto lease = it->second.pool->Acquire(std::nullopt, session.principal);
     if (!lease.ok()) return lease.error().WithContext("start a container for the session");
     lease->Discard();  // never back to a pool, whatever happens
-    auto* sandbox = static_cast<runner::HarnessSandbox*>(lease->get());
+    runner::Sandbox* sandbox = lease->get();
     if (fresh) {
       // The id its container was made for (its label holds the id's key), when it has one.
       session.id = sandbox->session_id().empty() ? NewSessionId() : sandbox->session_id();
       session.key = SessionKey(session.id);
     }
-    last = sandbox->BeginSession(session.limits, SessionExtras(session));
+    last = sandbox->BeginSession(session.limits, TermsOf(session));
     if (last.ok()) {
       std::lock_guard state(session.state_mu);
       session.lease = std::move(*lease);
@@ -502,12 +437,14 @@ Status SessionManager::EnsureSandbox(Session& session) {
   return Attach(session);
 }
 
-Result<nlohmann::json> SessionManager::Op(const std::shared_ptr<Session>& s, nlohmann::json op) {
+template <typename Op>
+auto SessionManager::WithSandbox(const std::shared_ptr<Session>& s, Op op)
+    -> decltype(op(std::declval<runner::Sandbox&>())) {
   auto call = Call::Begin(s, config_.sessions.busy_wait);
   if (!call.ok()) return call.error();
   SANDBOX_RETURN_IF_ERROR(EnsureSandbox(*s));
-  auto* sandbox = s->sandbox();
-  auto reply = sandbox->SessionOp(std::move(op));
+  runner::Sandbox* sandbox = s->sandbox();
+  auto reply = op(*sandbox);
   if (reply.ok()) {
     // An interpreter restart while idle shows up here too; keep it for the next run.
     if (auto notice = sandbox->TakeSessionNotice(); !notice.empty()) {
@@ -527,10 +464,7 @@ Result<nlohmann::json> SessionManager::Op(const std::shared_ptr<Session>& s, nlo
 
 Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
                                                  const exec::SessionCreateRequest& request) {
-  exec::RunRequest probe;
-  probe.pool = request.pool;
-  probe.limits = request.limits;
-  auto limits = service_.ResolveRequest(probe);
+  auto limits = resolver_.Resolve(request.pool, request.limits);
   if (!limits.ok()) return limits.error();
   const std::string pool_name = request.pool.empty() ? config_.default_pool : request.pool;
   const auto& sc = config_.sessions;
@@ -711,9 +645,8 @@ Result<exec::RunResult> SessionManager::Run(const std::string& principal,
                    std::to_string(s->limits.memory_bytes) +
                    " bytes); create a new session to change it");
   }
-  exec::RunRequest probe = request;
-  probe.pool = s->pool;
-  auto resolved = service_.ResolveRequest(probe);
+  SANDBOX_RETURN_IF_ERROR(resolver_.CheckFiles(request.files));
+  auto resolved = resolver_.Resolve(s->pool, request.limits);
   if (!resolved.ok()) return resolved.error();
   runner::RunLimits limits = s->limits;
   if (request.limits.timeout_s) limits.timeout_s = resolved->timeout_s;
@@ -727,7 +660,7 @@ Result<exec::RunResult> SessionManager::Run(const std::string& principal,
     std::lock_guard state(s->state_mu);
     notice = std::exchange(s->pending_notice, {});
   }
-  auto* sandbox = s->sandbox();
+  runner::Sandbox* sandbox = s->sandbox();
   auto token = call->close_token();
   cancel.OnCancel([token] { token->Cancel(); });
   if (cancel.IsCancelled()) token->Cancel();
@@ -786,24 +719,8 @@ Result<std::vector<exec::SessionFile>> SessionManager::PutFiles(
                                         std::to_string(config_.sessions.max_upload_bytes) +
                                         " bytes per upload");
   }
-  exec::RunRequest probe;
-  probe.pool = s->pool;
-  probe.files = files;
-  if (auto checked = service_.ResolveRequest(probe); !checked.ok()) return checked.error();
-
-  json list = json::array();
-  for (const auto& f : files) {
-    list.push_back({{"path", f.path}, {"content_b64", Base64Encode(f.content)}});
-  }
-  auto reply = Op(s, json{{"op", "put_files"}, {"files", list}});
-  if (!reply.ok()) return reply.error();
-  std::vector<exec::SessionFile> out;
-  if (auto it = reply->find("files"); it != reply->end() && it->is_array()) {
-    for (const auto& f : *it) {
-      if (f.is_object()) out.push_back(ParseFileEntry(f));
-    }
-  }
-  return out;
+  SANDBOX_RETURN_IF_ERROR(resolver_.CheckFiles(files));
+  return WithSandbox(s, [&files](runner::Sandbox& sandbox) { return sandbox.PutFiles(files); });
 }
 
 Result<exec::SessionFileList> SessionManager::ListFiles(const std::string& principal,
@@ -811,24 +728,7 @@ Result<exec::SessionFileList> SessionManager::ListFiles(const std::string& princ
   auto found = Find(principal, session_id);
   if (!found.ok()) return found.error();
   std::shared_ptr<Session> s = *found;
-  auto reply = Op(s, json{{"op", "list_files"}});
-  if (!reply.ok()) return reply.error();
-  exec::SessionFileList out;
-  out.truncated = reply->value("truncated", false);
-  if (auto it = reply->find("files"); it != reply->end() && it->is_array()) {
-    for (const auto& f : *it) {
-      if (!f.is_object()) continue;
-      auto entry = ParseFileEntry(f);
-      // Checked again here (the zygote checked the session's answer): an entry whose path
-      // is not a valid result path is dropped and marked, never passed on.
-      if (!runner::ResultPathError(entry.path).empty()) {
-        out.truncated = true;
-        continue;
-      }
-      out.files.push_back(std::move(entry));
-    }
-  }
-  return out;
+  return WithSandbox(s, [](runner::Sandbox& sandbox) { return sandbox.ListFiles(); });
 }
 
 Result<exec::OutputFile> SessionManager::GetFile(const std::string& principal,
@@ -837,20 +737,9 @@ Result<exec::OutputFile> SessionManager::GetFile(const std::string& principal,
   auto found = Find(principal, session_id);
   if (!found.ok()) return found.error();
   std::shared_ptr<Session> s = *found;
-  if (auto why = runner::InputPathError(path); !why.empty()) return Invalid("path: " + why);
-  auto reply = Op(
-      s, json{{"op", "get_file"}, {"path", path}, {"max_bytes", config_.sessions.max_file_bytes}});
-  if (!reply.ok()) return reply.error();
-  auto data = Base64Decode(JsonStr(*reply, "data_b64"));
-  if (!data.ok()) return Error(ErrorCode::kProtocol, "the sandbox sent a file that is not base64");
-  exec::OutputFile file;
-  file.path = JsonStr(*reply, "path");
-  if (file.path.empty()) file.path = path;
-  file.mime_type = JsonStr(*reply, "mime_type");
-  if (file.mime_type.empty()) file.mime_type = "application/octet-stream";
-  file.data = std::move(*data);
-  file.size = static_cast<std::int64_t>(file.data.size());
-  return file;
+  SANDBOX_RETURN_IF_ERROR(RequestResolver::CheckPath("path", path));
+  const std::int64_t max_bytes = config_.sessions.max_file_bytes;
+  return WithSandbox(s, [&](runner::Sandbox& sandbox) { return sandbox.GetFile(path, max_bytes); });
 }
 
 Status SessionManager::DeleteFile(const std::string& principal, const std::string& session_id,
@@ -858,10 +747,8 @@ Status SessionManager::DeleteFile(const std::string& principal, const std::strin
   auto found = Find(principal, session_id);
   if (!found.ok()) return found.error();
   std::shared_ptr<Session> s = *found;
-  if (auto why = runner::InputPathError(path); !why.empty()) return Invalid("path: " + why);
-  auto reply = Op(s, json{{"op", "delete_file"}, {"path", path}});
-  if (!reply.ok()) return reply.error();
-  return OkStatus();
+  SANDBOX_RETURN_IF_ERROR(RequestResolver::CheckPath("path", path));
+  return WithSandbox(s, [&path](runner::Sandbox& sandbox) { return sandbox.DeleteFile(path); });
 }
 
 std::vector<std::pair<std::string, pool::PoolStats>> SessionManager::PoolStats() const {

@@ -4,6 +4,7 @@
 
 #include "sandbox/core/json.h"
 #include "sandbox/core/sha256.h"
+#include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/sandbox_spec.h"
 
 namespace sandbox::service {
@@ -13,7 +14,7 @@ using nlohmann::json;
 
 constexpr int kRecordVersion = 1;
 
-json LimitsJson(const runner::RunLimits& l) {
+json RecordLimits(const runner::RunLimits& l) {
   return {{"timeout_s", l.timeout_s},
           {"memory_bytes", l.memory_bytes},
           {"output_bytes", l.output_bytes},
@@ -70,7 +71,7 @@ json EncodeRecord(const SessionRecord& r, std::string_view session_id) {
                  {"principal", r.principal},
                  {"pool", r.pool},
                  {"created_unix_ms", r.created_unix_ms},
-                 {"limits", LimitsJson(r.limits)}};
+                 {"limits", RecordLimits(r.limits)}};
   record["mac"] = HmacSha256Hex(session_id, Signed(record));
   return record;
 }

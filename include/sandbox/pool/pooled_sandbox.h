@@ -58,16 +58,17 @@ struct StartContext {
   bool behind_demand = false;
 };
 
-// Creates and starts sandboxes for one pool. Create() blocks until the sandbox is ready for
-// work (container started, harness loaded, modules preloaded) or fails.
+// Creates and starts sandboxes of type T (a PooledSandbox) for one pool. Create() blocks until
+// the sandbox is ready for work (container started, harness loaded, modules preloaded) or fails.
 // Thread-safety: Create() may be called from several threads at once; CancelStarts() from any
 // thread, also while Create() calls are in flight.
+template <typename T>
 class SandboxFactory {
  public:
   virtual ~SandboxFactory() = default;
-  virtual Result<std::unique_ptr<PooledSandbox>> Create() = 0;
+  virtual Result<std::unique_ptr<T>> Create() = 0;
   // What the pool calls: Create() unless the factory starts differently by context.
-  virtual Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) {
+  virtual Result<std::unique_ptr<T>> CreateFor(const StartContext& context) {
     (void)context;
     return Create();
   }

@@ -1,7 +1,8 @@
 // The warm pool: keeps started sandboxes of one pool configuration ready, lends them out as
 // move-only leases (in the manner of sandbox2's SandboxPool), and replaces them when they are
 // used up, too old, unhealthy or broken. Knows nothing of Docker: sandboxes come from a
-// SandboxFactory (pooled_sandbox.h).
+// SandboxFactory<T> (pooled_sandbox.h), and a Lease<T> hands out the factory's own type T, so
+// a holder uses its sandbox's full interface without a cast.
 //
 // Threads (all owned, all joined by Shutdown(); none detached):
 //   - max_concurrent_starts start workers, the only callers of SandboxFactory::Create(); they
@@ -36,6 +37,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "sandbox/config/config.h"
 #include "sandbox/core/result.h"
@@ -172,28 +175,46 @@ struct PoolStats {
 };
 
 namespace detail {
-class PoolCore;  // the shared state behind WarmPool and its leases (warm_pool.cc)
+template <typename T>
+class PoolCore;  // the shared state behind WarmPool and its leases (warm_pool_core.h)
 }  // namespace detail
 
-// A lent sandbox. Move-only; empty after being moved from. When it ends (destructor, Reset(),
-// or being move-assigned over) the sandbox goes back to the pool if the pool is in recycle
-// mode, the sandbox is still Reusable(), was not Discard()ed, has served fewer than max_runs
-// runs and is younger than max_age; otherwise it is destroyed on the pool's reaper thread and
-// a replacement starts. Ending a lease never blocks on Docker, except after Shutdown(), when
-// the sandbox is destroyed in the releasing thread.
+// A lent sandbox of type T (the type its pool's factory makes, so no holder ever casts).
+// Move-only; empty after being moved from. When it ends (destructor, Reset(), or being
+// move-assigned over) the sandbox goes back to the pool if the pool is in recycle mode, the
+// sandbox is still Reusable(), was not Discard()ed, has served fewer than max_runs runs and is
+// younger than max_age; otherwise it is destroyed on the pool's reaper thread and a replacement
+// starts. Ending a lease never blocks on Docker, except after Shutdown(), when the sandbox is
+// destroyed in the releasing thread.
+template <typename T>
 class Lease {
  public:
-  Lease() noexcept;  // empty
-  Lease(Lease&& other) noexcept;
-  Lease& operator=(Lease&& other) noexcept;
+  Lease() noexcept = default;  // empty
+  Lease(Lease&& other) noexcept
+      : core_(std::move(other.core_)),
+        sandbox_(std::move(other.sandbox_)),
+        principal_(std::move(other.principal_)),
+        generation_(other.generation_),
+        discarded_(std::exchange(other.discarded_, false)) {}
+  Lease& operator=(Lease&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      core_ = std::move(other.core_);
+      sandbox_ = std::move(other.sandbox_);
+      principal_ = std::move(other.principal_);
+      generation_ = other.generation_;
+      discarded_ = std::exchange(other.discarded_, false);
+    }
+    return *this;
+  }
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
-  ~Lease();
+  ~Lease() { Reset(); }
 
   // The sandbox; nullptr for an empty lease. Valid until the lease ends.
-  PooledSandbox* get() const noexcept { return sandbox_.get(); }
-  PooledSandbox* operator->() const noexcept { return sandbox_.get(); }
-  PooledSandbox& operator*() const noexcept { return *sandbox_; }
+  T* get() const noexcept { return sandbox_.get(); }
+  T* operator->() const noexcept { return sandbox_.get(); }
+  T& operator*() const noexcept { return *sandbox_; }
   explicit operator bool() const noexcept { return sandbox_ != nullptr; }
 
   // Marks the sandbox to be destroyed rather than returned when the lease ends (e.g. the run
@@ -205,22 +226,31 @@ class Lease {
   void Reset() noexcept;
 
  private:
-  friend class detail::PoolCore;
-  Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<PooledSandbox> sandbox,
-        std::string principal, std::uint64_t generation) noexcept;
+  friend class detail::PoolCore<T>;
+  Lease(std::shared_ptr<detail::PoolCore<T>> core, std::unique_ptr<T> sandbox,
+        std::string principal, std::uint64_t generation) noexcept
+      : core_(std::move(core)),
+        sandbox_(std::move(sandbox)),
+        principal_(std::move(principal)),
+        generation_(generation) {}
 
-  std::shared_ptr<detail::PoolCore> core_;  // keeps the pool's state alive for the release
-  std::unique_ptr<PooledSandbox> sandbox_;
+  std::shared_ptr<detail::PoolCore<T>> core_;  // keeps the pool's state alive for the release
+  std::unique_ptr<T> sandbox_;
   std::string principal_;         // whom it was lent to (fair sharing)
   std::uint64_t generation_ = 0;  // the pool's drain generation when the sandbox's start began
   bool discarded_ = false;
 };
 
+// A pool of sandboxes of type T (a PooledSandbox), made by a SandboxFactory<T>. The pool's
+// logic is the same for every T (warm_pool_core.h); the type only reaches the leases.
+template <typename T>
 class WarmPool {
+  static_assert(std::is_base_of_v<PooledSandbox, T>, "a pool holds PooledSandboxes");
+
  public:
   // `factory` must outlive Shutdown() (it is used only by the start workers, which Shutdown
   // joins). `logger` may be null (then nothing is logged). Starts no thread; call Start().
-  WarmPool(PoolOptions options, SandboxFactory& factory, std::shared_ptr<spdlog::logger> logger);
+  WarmPool(PoolOptions options, SandboxFactory<T>& factory, std::shared_ptr<spdlog::logger> logger);
   // Calls Shutdown().
   ~WarmPool();
   WarmPool(const WarmPool&) = delete;
@@ -249,8 +279,8 @@ class WarmPool {
   //   <start error> no sandbox within the timeout and a start failed meanwhile: that error's
   //                 code, with the pool named and the cause in the message;
   //   kUnavailable  the pool is not started or shut down (also for waiters at Shutdown()).
-  Result<Lease> Acquire(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
-                        const std::string& principal = {});
+  Result<Lease<T>> Acquire(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                           const std::string& principal = {});
 
   // Changes the sizes at once: a higher min_idle or max_total wakes the start workers, a higher
   // max_concurrent_starts adds workers; a lower min_idle or max_total retires idle sandboxes
@@ -278,7 +308,9 @@ class WarmPool {
   const std::string& name() const { return options().name; }
 
  private:
-  std::shared_ptr<detail::PoolCore> core_;
+  std::shared_ptr<detail::PoolCore<T>> core_;
 };
 
 }  // namespace sandbox::pool
+
+#include "sandbox/pool/warm_pool_core.h"  // IWYU pragma: export

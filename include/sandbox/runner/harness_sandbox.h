@@ -1,7 +1,8 @@
 // HarnessSandbox: one sandbox container with the project's harness running in it — the
-// concrete PooledSandbox. Start() creates the hardened container (sandbox_spec.h), attaches to
-// its stdio, starts it, sends the harness and its configuration, and waits for `ready`. Run()
-// sends one run and relays its events until `done` (docs/harness-protocol.md).
+// concrete Sandbox (sandbox.h), and the only place that speaks the harness's messages. Start()
+// creates the hardened container (sandbox_spec.h), attaches to its stdio, starts it, sends the
+// harness and its configuration, and waits for `ready`. Run() sends one run and relays its events
+// until `done` (docs/harness-protocol.md).
 //
 // Thread-safety: one holder at a time calls Run()/Healthy() (the pool guarantees it). A run's
 // CancelToken may fire from any thread; the cancel is written to the harness under a mutex.
@@ -20,9 +21,9 @@
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/execution_service.h"
-#include "sandbox/pool/pooled_sandbox.h"
 #include "sandbox/runner/container_handle.h"
 #include "sandbox/runner/harness_frames.h"
+#include "sandbox/runner/sandbox.h"
 
 namespace sandbox::runner {
 
@@ -31,13 +32,6 @@ namespace sandbox::runner {
 inline constexpr int kHarnessProtocol = 3;
 
 // Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
-// Input files a run (or a session upload) may bring. The server checks them before a run; the
-// harness gets the same numbers (config files_in) as its backstop, so the two cannot disagree.
-struct InputLimits {
-  int max_files = 64;
-  std::int64_t max_total_bytes = 32LL << 20;  // decoded bytes, all files together
-};
-
 struct SandboxSetup {
   config::PoolConfig pool;
   config::OutputOptions output;
@@ -70,20 +64,6 @@ struct SandboxSetup {
   std::chrono::milliseconds run_grace{10000};
 };
 
-// The limits one run gets, already resolved against the pool's defaults and maxima.
-struct RunLimits {
-  double timeout_s = 30;
-  std::int64_t memory_bytes = 0;  // 0 = the container's limit only
-  std::int64_t output_bytes = 1 << 20;
-  std::int64_t cpu_s = 0;
-  std::int64_t nproc = 256;
-  std::int64_t nofile = 256;
-  std::int64_t fsize_bytes = 64 << 20;
-  std::int64_t tmpfs_bytes = 64 << 20;
-};
-
-RunLimits ResolveLimits(const config::Limits& pool_limits);
-
 // What one start adds to its pool's setup.
 struct StartExtras {
   std::map<std::string, std::string> labels;  // besides the setup's
@@ -96,7 +76,7 @@ struct StartExtras {
 // defaults of its own (docs/harness-protocol.md, "config").
 nlohmann::json HarnessConfig(const SandboxSetup& setup);
 
-class HarnessSandbox final : public pool::PooledSandbox {
+class HarnessSandbox final : public Sandbox {
  public:
   // Blocks until the harness is ready or fails; the container is removed on failure. When
   // `cancel` (optional, any thread) becomes true, the start gives up (kCancelled) after the
@@ -108,8 +88,8 @@ class HarnessSandbox final : public pool::PooledSandbox {
                                                        StartExtras extras = {});
   // A running session container of an earlier server (its stdin kept open, see
   // SandboxSetup::watchdog): attaches to its stdio again. The harness is not sent again;
-  // the caller asks it what it holds (SessionOp resume). The container is owned from here on:
-  // it is removed when the sandbox is destroyed, also when this fails.
+  // the caller asks it what it holds (Resume). The container is owned from here on: it is
+  // removed when the sandbox is destroyed, also when this fails.
   static Result<std::unique_ptr<HarnessSandbox>> Adopt(const docker::Client& client,
                                                        const SandboxSetup& setup,
                                                        const std::string& container_id,
@@ -117,35 +97,26 @@ class HarnessSandbox final : public pool::PooledSandbox {
   static constexpr std::chrono::milliseconds kStartCancelPoll{100};
   ~HarnessSandbox() override;
 
-  // Runs `code` to its end. Verdicts of the code (error, timeout, memory, ...) are results;
-  // kInternal results mean the sandbox broke (it is then no longer Reusable()).
   exec::RunResult Run(const std::string& code, const std::vector<exec::InputFile>& files,
                       const RunLimits& limits, exec::RunObserver& observer,
-                      const exec::CancelToken& cancel);
+                      const exec::CancelToken& cancel) override;
+  // The harness's pong carries the container's memory use (cgroup), when readable.
+  Result<PingInfo> Ping() override;
 
-  // Session sandboxes only (SandboxSetup::session). Sets the limits every interpreter of the
-  // session starts with (rlimits, memory narrowing, the per-run filter apply once, before the
-  // first cell). Call once, right after the lease is taken. `extra` members go into the op
-  // as they are (record, watchdog_s: docs/harness-protocol.md).
-  Status BeginSession(const RunLimits& limits, const nlohmann::json& extra = nlohmann::json());
-  // Lets the container run on without this server: closes the stream (its stdin stays open,
-  // see SandboxSetup::watchdog) and gives up ownership, so destroying the sandbox no longer
-  // removes the container. Only for sandboxes with a watchdog; the sandbox is unusable after.
-  void Leave();
-  // A file operation of the harness (put_files, list_files, get_file, delete_file): sends
-  // `op` with a fresh id and returns the reply's `result`. The harness's refusal becomes
-  // kNotFound ("no such file"), kLimit (a size bound) or kInvalidArgument; a lost sandbox
-  // becomes kUnavailable and marks it broken.
-  Result<nlohmann::json> SessionOp(nlohmann::json op);
-  // The notice of a restart that happened while the session was idle (its interpreter died
-  // between calls), once; empty when none.
-  std::string TakeSessionNotice();
-
-  // Pings the harness; its pong carries the container's memory use (cgroup), when readable.
-  struct PingInfo {
-    std::optional<std::int64_t> memory_bytes;
-  };
-  Result<PingInfo> Ping();
+  // Session sandboxes only (SandboxSetup::session); see Sandbox. The rules and per-run filter
+  // apply once, before the first cell; the terms go into the harness's session op (record,
+  // watchdog_s: docs/harness-protocol.md).
+  Status BeginSession(const RunLimits& limits, const SessionTerms& terms) override;
+  Result<ResumeInfo> Resume() override;
+  Result<std::vector<exec::SessionFile>> PutFiles(
+      const std::vector<exec::InputFile>& files) override;
+  Result<exec::SessionFileList> ListFiles() override;
+  Result<exec::OutputFile> GetFile(const std::string& path, std::int64_t max_bytes) override;
+  Status DeleteFile(const std::string& path) override;
+  std::string TakeSessionNotice() override;
+  // Closes the stream (its stdin stays open, see SandboxSetup::watchdog) and gives up
+  // ownership. Only for sandboxes with a watchdog.
+  void Leave() override;
 
   bool Healthy() override;
   // False from a recycle run's `done` until the harness's next `ready` (its next run's
@@ -159,9 +130,9 @@ class HarnessSandbox final : public pool::PooledSandbox {
 
   // The harness's `ready` message: python version, preloaded modules, isolation, errors.
   const nlohmann::json& ready_info() const { return ready_info_; }
-  const std::string& container_id() const { return container_.id(); }
+  const std::string& container_id() const override { return container_.id(); }
   // StartExtras::session_id; empty for sandboxes started without one (and adopted ones).
-  const std::string& session_id() const { return session_id_; }
+  const std::string& session_id() const override { return session_id_; }
 
  private:
   struct CancelLink;
@@ -171,6 +142,11 @@ class HarnessSandbox final : public pool::PooledSandbox {
                  std::shared_ptr<spdlog::logger> logger);
 
   Status Boot(docker::Deadline deadline, const std::atomic<bool>* cancel);
+  // One file operation of the harness (put_files, list_files, get_file, delete_file, resume,
+  // session): sends `op` with a fresh id and returns the reply's `result`. The harness's
+  // refusal becomes kNotFound ("no such file"), kLimit (a size bound) or kInvalidArgument; a
+  // lost sandbox becomes kUnavailable and marks it broken.
+  Result<nlohmann::json> SessionOp(nlohmann::json op);
   // The container is created with room for the harness to start (zygote_memory_bytes and 8
   // tasks beyond the run's limits). Once ready, the harness reports what it holds itself
   // (`ready.cgroup`), and the container is narrowed to that plus the run's memory budget (and

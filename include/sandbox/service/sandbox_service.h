@@ -1,6 +1,7 @@
 // SandboxService: the execution engine behind the protocol layers. It owns one warm pool per
-// configured pool, each filled by a factory of HarnessSandboxes, validates requests against the
-// pool's limits, lends a sandbox for each run and gives it back (or retires it) afterwards.
+// configured pool (sandbox_pools.h builds them), validates requests against the pool's limits
+// (request_resolver.h), lends a sandbox for each run and gives it back (or retires it)
+// afterwards.
 // Also: crash recovery (RemoveLeftovers) and sandbox_info data.
 //
 // Thread-safety: Run() and Info() may be called from many threads at once.
@@ -21,69 +22,13 @@
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/pool/warm_pool.h"
-#include "sandbox/runner/harness_sandbox.h"
+#include "sandbox/runner/sandbox.h"
 #include "sandbox/service/owner.h"
+#include "sandbox/service/request_resolver.h"
+#include "sandbox/service/sandbox_pools.h"
 #include "sandbox/service/tunable_pools.h"
 
 namespace sandbox::service {
-
-// Makes HarnessSandboxes of one pool.
-class HarnessSandboxFactory final : public pool::SandboxFactory {
- public:
-  HarnessSandboxFactory(const docker::Client& client, runner::SandboxSetup setup,
-                        std::shared_ptr<spdlog::logger> logger);
-  Result<std::unique_ptr<pool::PooledSandbox>> Create() override;
-  // Starts without the preload while requests wait (pool.skip_preload_when_queued).
-  Result<std::unique_ptr<pool::PooledSandbox>> CreateFor(
-      const pool::StartContext& context) override;
-  // A session container for `session_id`, started now rather than taken from a pool: a
-  // container labelled with another session's key could not be adopted for this one after a
-  // restart (labels are fixed at creation). For session setups with a watchdog.
-  Result<std::unique_ptr<runner::HarnessSandbox>> StartForSession(const std::string& session_id);
-  // Starts in flight give up (their containers are removed); later ones fail at once.
-  void CancelStarts() override { cancel_starts_.store(true); }
-  // The setup containers start from now (adopted session containers are driven by it). Never
-  // freed, so the reference stays valid when the limits change.
-  const runner::SandboxSetup& setup() const;
-  // The pool's default run limits now; containers started from here on are built with them.
-  config::Limits limits() const;
-  void SetLimits(const config::Limits& limits);
-  // "major.minor" of the interpreter, as the last sandbox that became ready reported it; ""
-  // until one has.
-  std::string python_version() const;
-
- private:
-  // The setups to start from: full and (when the pool may start lean) without preload and warm
-  // plot. A sandbox refers to the setup it was started from for its whole life, so a limits
-  // change adds a new pair and never frees an old one (changes are rare and a setup small).
-  struct Setups {
-    const runner::SandboxSetup* full = nullptr;
-    const runner::SandboxSetup* lean = nullptr;  // null: never lean
-  };
-  Setups AddSetups(runner::SandboxSetup setup);  // setups_mu_ held
-
-  const docker::Client& client_;
-  std::shared_ptr<spdlog::logger> logger_;
-  mutable std::mutex setups_mu_;
-  std::vector<std::unique_ptr<const runner::SandboxSetup>> all_setups_;
-  Setups current_;
-  std::atomic<bool> cancel_starts_{false};
-  mutable std::mutex version_mu_;
-  std::string python_version_;
-};
-
-struct ServiceOptions {
-  std::string container_seccomp_json;  // policy::ContainerProfile::compact_json()
-  std::string run_filter_bpf;          // policy::RunFilter::bpf()
-  // Most files a request may send, and their total decoded size (also the harness's bound).
-  runner::InputLimits input;
-  // Labels every container of this server carries besides the project's own: main sets the
-  // owner label (owner.h), so the next server's sweep can tell whether this one still runs.
-  std::map<std::string, std::string> container_labels;
-  // The metrics observers of each pool, by the pool's name (session pools are "<pool>/sessions");
-  // empty: none.
-  std::function<pool::PoolHooks(const std::string& pool_name)> pool_hooks;
-};
 
 // Removes EVERY container of an instance id (labels io.sandbox-mcp.managed=true and
 // io.sandbox-mcp.instance=<instance_id>), live owner or not. Only for a caller that is the
@@ -155,8 +100,8 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   // Snekbox path once the version is known; each with its python/python3 sibling.
   std::vector<std::string> ExecutablesOf(const std::string& pool) const;
 
-  // Validates a request against its pool and returns the resolved limits (no side effects).
-  Result<runner::RunLimits> ResolveRequest(const exec::RunRequest& request) const;
+  // The rules requests are checked by, with each pool's default limits as they are now.
+  const RequestResolver& resolver() const { return resolver_; }
 
   std::vector<std::pair<std::string, pool::PoolStats>> PoolStats() const;
 
@@ -171,11 +116,6 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
 
  private:
   class StartWatch;
-  struct PoolEntry {
-    const config::PoolConfig* config = nullptr;
-    std::unique_ptr<HarnessSandboxFactory> factory;
-    std::unique_ptr<pool::WarmPool> pool;
-  };
 
   SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
                  std::shared_ptr<spdlog::logger> logger);
@@ -189,11 +129,11 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
     bool gone = false;
     std::string why;
   };
-  Loss ExplainLoss(const runner::HarnessSandbox& sandbox) const;
+  Loss ExplainLoss(const runner::Sandbox& sandbox) const;
   // A lease for a run; on a retry (`verify`) only a sandbox that answers a ping, trying at
   // most the pool's max_total + 1 sandboxes.
-  Result<pool::Lease> AcquireFor(const PoolEntry& entry, const std::string& principal,
-                                 bool verify) const;
+  Result<SandboxLease> AcquireFor(const PoolEntry& entry, const std::string& principal,
+                                  bool verify) const;
   // The Python version and installed distributions of `image`, by a run in `pool`.
   Result<nlohmann::json> ProbePackages(const std::string& pool, const std::string& image);
   // A pool's kBusy becomes kUnavailable, naming the engine, when the engine does not answer.
@@ -203,7 +143,8 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   const docker::Client& client_;
   ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::map<std::string, PoolEntry> pools_;
+  PoolSet pools_;
+  RequestResolver resolver_;
   std::mutex info_mu_;
   // Each image's probe answer ({python, packages}), cached after its first success.
   std::map<std::string, nlohmann::json> packages_;

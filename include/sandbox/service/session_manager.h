@@ -30,20 +30,32 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/pool/warm_pool.h"
+#include "sandbox/runner/sandbox.h"
+#include "sandbox/service/request_resolver.h"
+#include "sandbox/service/sandbox_pools.h"
 #include "sandbox/service/sandbox_service.h"
 
 namespace sandbox::service {
 
 class SessionManager final : public exec::SessionService {
  public:
-  // `service` validates requests against the pools' limits (SandboxService::ResolveRequest);
-  // it must outlive the manager. Starts nothing; call Start().
+  // `resolver` checks requests against the pools' limits; it and `config` must outlive the
+  // manager. The session pools are built by BuildPools over the makers `make` returns.
+  // Starts nothing; call Start().
+  static std::unique_ptr<SessionManager> Create(const config::Config& config,
+                                                const RequestResolver& resolver,
+                                                const MakerFactory& make,
+                                                const ServiceOptions& options,
+                                                std::shared_ptr<spdlog::logger> logger);
+  // The same over HarnessSandboxes on `client`, checked by `service`'s rules (it must outlive
+  // the manager).
   static Result<std::unique_ptr<SessionManager>> Create(const config::Config& config,
                                                         const docker::Client& client,
                                                         const SandboxService& service,
@@ -98,38 +110,36 @@ class SessionManager final : public exec::SessionService {
 
  private:
   struct Session;
-  struct PoolEntry {
-    const config::PoolConfig* config = nullptr;
-    std::unique_ptr<HarnessSandboxFactory> factory;
-    std::unique_ptr<pool::WarmPool> pool;
-  };
   class Call;  // a call holding a session exclusively (session_manager.cc)
 
-  SessionManager(const config::Config& config, const docker::Client& client,
-                 const SandboxService& service, std::shared_ptr<spdlog::logger> logger);
+  SessionManager(const config::Config& config, const RequestResolver& resolver,
+                 std::shared_ptr<spdlog::logger> logger);
 
   Result<std::shared_ptr<Session>> Find(const std::string& principal, const std::string& id);
   // Gives the session a working sandbox: a fresh lease from its pool (or, for a session whose
   // container must carry its key, a container started for it), with the session begun.
   Status Attach(Session& session);
-  // The session op's extras: the record (with restart grace) and the harness's watchdog.
-  nlohmann::json SessionExtras(const Session& session) const;
+  // What a session begins with: its record and watchdog (with a restart grace), else nothing.
+  runner::SessionTerms TermsOf(const Session& session) const;
   // Pings idle sessions not heard from for kKeepAlive, so their watchdog never fires.
   void KeepAlive();
   std::chrono::milliseconds KeepAliveInterval() const;
   // Attach() when the session has no working sandbox (noting a restart not yet reported).
   Status EnsureSandbox(Session& session);
-  // One harness file operation on the session, holding it exclusively.
-  Result<nlohmann::json> Op(const std::shared_ptr<Session>& session, nlohmann::json op);
+  // `op` on the session's sandbox, holding the session exclusively (a file operation). A
+  // sandbox lost on the way is replaced by the next call: the session restarts empty, and the
+  // error says so.
+  template <typename Op>
+  auto WithSandbox(const std::shared_ptr<Session>& session, Op op)
+      -> decltype(op(std::declval<runner::Sandbox&>()));
   exec::SessionInfo Snapshot(Session& session);
   void ExpiryLoop();
   void Remove(const std::string& key, const char* why);
 
   const config::Config& config_;
-  const docker::Client& client_;
-  const SandboxService& service_;
+  const RequestResolver& resolver_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::map<std::string, PoolEntry> pools_;
+  PoolSet pools_;
 
   mutable std::mutex mu_;
   // By SessionKey(id): a restored session's id is not known until its owner presents it.

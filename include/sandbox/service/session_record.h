@@ -28,7 +28,7 @@
 #include <string_view>
 
 #include "sandbox/core/result.h"
-#include "sandbox/runner/harness_sandbox.h"
+#include "sandbox/runner/sandbox.h"
 
 namespace sandbox::service {
 

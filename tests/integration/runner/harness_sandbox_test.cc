@@ -69,7 +69,7 @@ TEST(HarnessSandboxTest, PreparedAgainOnceTheHarnessHasForkedTheNextRun) {
   for (int run = 1; run <= 2; ++run) {
     NullObserver observer;
     exec::CancelToken cancel;
-    auto result = sandbox.Run("print(1)", {}, ResolveLimits(setup.pool.limits), observer, cancel);
+    auto result = sandbox.Run("print(1)", {}, setup.pool.limits, observer, cancel);
     ASSERT_EQ(result.verdict, exec::Verdict::kOk) << result.detail;
     EXPECT_EQ(result.stdout_text, "1\n");
     ASSERT_TRUE(WaitFor([&] { return sandbox.Prepared(); }, 60s)) << "no `ready` after run " << run;

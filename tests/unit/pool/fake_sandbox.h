@@ -77,11 +77,11 @@ class FakeSandbox : public PooledSandbox {
   std::atomic<int> prepared_checks_{0};
 };
 
-class FakeFactory : public SandboxFactory {
+class FakeFactory : public SandboxFactory<FakeSandbox> {
  public:
   explicit FakeFactory(const FakeClock* clock = nullptr) : clock_(clock) {}
 
-  Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) override {
+  Result<std::unique_ptr<FakeSandbox>> CreateFor(const StartContext& context) override {
     {
       std::lock_guard lock(mu_);
       waiting_at_start_.push_back(context.behind_demand);
@@ -89,7 +89,7 @@ class FakeFactory : public SandboxFactory {
     return Create();
   }
 
-  Result<std::unique_ptr<PooledSandbox>> Create() override {
+  Result<std::unique_ptr<FakeSandbox>> Create() override {
     std::unique_lock lock(mu_);
     ++attempts_;
     max_in_create_ = std::max(max_in_create_, ++in_create_);
@@ -107,7 +107,7 @@ class FakeFactory : public SandboxFactory {
     lock.unlock();
     const auto delay = create_delay_.load();
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
-    return std::unique_ptr<PooledSandbox>(std::move(sandbox));
+    return sandbox;
   }
 
   // Counted; only a Create() of BlockCreateUntilCancelled() honours it (then, as the harness
@@ -207,6 +207,7 @@ class FakeFactory : public SandboxFactory {
 
 inline FakeSandbox::~FakeSandbox() { factory_->OnDestroyed(id_); }
 
-inline FakeSandbox& AsFake(PooledSandbox* sandbox) { return *dynamic_cast<FakeSandbox*>(sandbox); }
+// The lease is typed: a test reaches the fake without a cast.
+inline FakeSandbox& AsFake(FakeSandbox* sandbox) { return *sandbox; }
 
 }  // namespace sandbox::pool::testing

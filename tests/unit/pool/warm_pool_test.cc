@@ -18,6 +18,9 @@ using namespace std::chrono_literals;
 using testing::AsFake;
 using testing::FakeClock;
 using testing::FakeFactory;
+using testing::FakeSandbox;
+using Lease = ::sandbox::pool::Lease<FakeSandbox>;
+using WarmPool = ::sandbox::pool::WarmPool<FakeSandbox>;
 
 // Polls `pred` until it holds or a generous deadline passes: tests assert on states and
 // counts, never on how fast the pool gets there.

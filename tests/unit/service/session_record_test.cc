@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sandbox/core/sha256.h"
+#include "sandbox/runner/harness_sandbox.h"  // kHarnessProtocol
 
 namespace sandbox::service {
 namespace {
