@@ -8,6 +8,7 @@
 #include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
 #include "sandbox/core/utf8.h"
+#include "sandbox/http/sse_channel.h"
 
 namespace sandbox::api {
 namespace {
@@ -226,13 +227,8 @@ json ErrorBody(const ApiError& error) {
 }
 
 std::string SseEvent(std::string_view name, const json& data) {
-  std::string out = "event: ";
-  out += name;
-  out += "\ndata: ";
   // Every string in `data` is valid UTF-8 already; replace guards against a slip.
-  out += data.dump(-1, ' ', false, json::error_handler_t::replace);
-  out += "\n\n";
-  return out;
+  return http::FormatSseEvent(name, data.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace sandbox::api

@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -16,125 +15,20 @@
 #include "sandbox/core/log_context.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/exec/session_json.h"
+#include "sandbox/http/http_helpers.h"
+#include "sandbox/http/request_guard.h"
+#include "sandbox/http/run_registry.h"
+#include "sandbox/http/sse_channel.h"
 
 namespace sandbox::api {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-class HttpApi::Registry {
- public:
-  // A fresh token registered as running, or nullptr once shutting down.
-  std::shared_ptr<exec::CancelToken> Add() {
-    std::lock_guard lock(mu_);
-    if (shutting_down_) return nullptr;
-    auto token = std::make_shared<exec::CancelToken>();
-    active_.insert(token);
-    return token;
-  }
-  void Remove(const std::shared_ptr<exec::CancelToken>& token) {
-    std::lock_guard lock(mu_);
-    active_.erase(token);
-  }
-  void Shutdown() {
-    std::set<std::shared_ptr<exec::CancelToken>> tokens;
-    {
-      std::lock_guard lock(mu_);
-      shutting_down_ = true;
-      tokens = active_;
-    }
-    for (const auto& token : tokens) token->Cancel();
-  }
-  std::size_t size() const {
-    std::lock_guard lock(mu_);
-    return active_.size();
-  }
-
- private:
-  mutable std::mutex mu_;
-  bool shutting_down_ = false;
-  std::set<std::shared_ptr<exec::CancelToken>> active_;
-};
 
 namespace {
 
-// Keeps a run's token registered for its lifetime.
-class Registration {
- public:
-  explicit Registration(std::shared_ptr<HttpApi::Registry> registry)
-      : registry_(std::move(registry)), token_(registry_->Add()) {}
-  ~Registration() {
-    if (token_) registry_->Remove(token_);
-  }
-  Registration(const Registration&) = delete;
-  Registration& operator=(const Registration&) = delete;
-  bool ok() const { return token_ != nullptr; }
-  exec::CancelToken& token() const { return *token_; }
-  const std::shared_ptr<exec::CancelToken>& shared_token() const { return token_; }
-
- private:
-  std::shared_ptr<HttpApi::Registry> registry_;
-  std::shared_ptr<exec::CancelToken> token_;
-};
-
 class NullObserver final : public exec::RunObserver {};
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string MediaType(std::string_view value) {
-  return Lower(Trim(value.substr(0, value.find(';'))));
-}
-
-// JSON, any +json type, or no Content-Type at all (as Snekbox's Falcon app assumes JSON).
-bool IsJsonBody(const httplib::Request& req) {
-  if (!req.has_header("Content-Type")) return true;
-  const std::string type = MediaType(req.get_header_value("Content-Type"));
-  return type == "application/json" || (type.rfind("application/", 0) == 0 && type.size() > 5 &&
-                                        type.compare(type.size() - 5, 5, "+json") == 0);
-}
-
-// Whether Accept lists text/event-stream (with a q above 0).
-bool WantsEventStream(std::string_view accept) {
-  while (!accept.empty()) {
-    const auto comma = accept.find(',');
-    std::string_view range = accept.substr(0, comma);
-    const auto semi = range.find(';');
-    if (MediaType(range.substr(0, semi)) == "text/event-stream") {
-      bool refused = false;
-      if (semi != std::string_view::npos) {
-        const std::string params = Lower(range.substr(semi));
-        const auto q = params.find("q=");
-        if (q != std::string::npos) {
-          const std::string_view rest = params;
-          const std::string value(Trim(rest.substr(q + 2)));
-          refused =
-              value.rfind('0', 0) == 0 && value.find_first_of("123456789") == std::string::npos;
-        }
-      }
-      if (!refused) return true;
-    }
-    if (comma == std::string_view::npos) break;
-    accept.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
-void SendJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
+using http::SendJson;
 
 void SendApiError(httplib::Response& res, const ApiError& error) {
   if (error.retry_after_s > 0) res.set_header("Retry-After", std::to_string(error.retry_after_s));
@@ -214,31 +108,34 @@ void MethodNotAllowed(const httplib::Request&, httplib::Response& res) {
   SendJson(res, 405, ErrorBody(error));
 }
 
-// Shared between the handler, the run's thread and the httplib worker writing the stream.
+// Shared between the handler, the run's thread and the response writing the stream (ServeSse
+// holds it until the response is gone).
 struct StreamState {
+  // The events, written by http::ServeSse.
+  std::shared_ptr<http::SseChannel> channel = std::make_shared<http::SseChannel>();
+  // The handler waits on these until the run starts, so a refusal before that is a plain HTTP
+  // error rather than a stream.
   std::mutex mu;
   std::condition_variable cv;
-  std::string queued;  // formatted events not yet written
   bool started = false;
   bool finished = false;  // the last event (result or error) is queued
   std::optional<ApiError> refusal;
   std::shared_ptr<exec::CancelToken> cancel;
+  std::shared_ptr<SlotLimiter::Slot> slot;  // held while the stream is open
   std::thread thread;  // runs the run; captures a raw pointer to this state, never owns it
 
   ~StreamState() {
-    if (thread.joinable()) {
-      cancel->Cancel();
-      thread.join();
-    }
-  }
-
-  void Push(const std::string& event) {
+    if (!thread.joinable()) return;
+    bool done = false;
     {
       std::lock_guard lock(mu);
-      queued += event;
+      done = finished;
     }
-    cv.notify_all();
+    if (!done) cancel->Cancel();
+    thread.join();
   }
+
+  void Push(const std::string& event) { channel->Push(event); }
 };
 
 class StreamObserver final : public exec::RunObserver {
@@ -288,7 +185,7 @@ HttpApi::HttpApi(exec::ExecutionService& service, exec::SessionService* sessions
       sessions_(sessions),
       options_(std::move(options)),
       logger_(std::move(logger)),
-      registry_(std::make_shared<Registry>()) {}
+      registry_(std::make_shared<http::RunRegistry>()) {}
 
 HttpApi::~HttpApi() { Shutdown(); }
 
@@ -297,7 +194,7 @@ void HttpApi::Shutdown() { registry_->Shutdown(); }
 std::size_t HttpApi::active_runs() const { return registry_->size(); }
 
 std::string HttpApi::Principal(const httplib::Request& req) const {
-  if (!options_.principal) return "local";
+  if (!options_.principal) return std::string(http::kLocalPrincipal);
   return options_.principal(req.get_header_value("Authorization"));
 }
 
@@ -311,7 +208,7 @@ void HttpApi::Register(httplib::Server& server) {
   server.Options("/v1/execute", AllowedMethods);
 
   server.Post("/eval", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!IsJsonBody(req)) {
+    if (!http::IsJsonBody(req)) {
       ApiError error = UnsupportedMediaType(req);
       // Snekbox's exact sentence: a client may match on it.
       error.message = req.get_header_value("Content-Type") + " is an unsupported media type.";
@@ -348,7 +245,7 @@ void HttpApi::Register(httplib::Server& server) {
           res, refused.status == 429 ? "429 Too Many Requests" : "503 Service Unavailable",
           refused);
     }
-    Registration run(registry_);
+    http::RunRegistry::Entry run(registry_);
     if (!run.ok()) return SendSnekboxError(res, "503 Service Unavailable", ShuttingDown());
     OutputMerger merger;
     plan.request.principal = Principal(req);
@@ -371,7 +268,7 @@ void HttpApi::Register(httplib::Server& server) {
   });
 
   server.Post("/v1/execute", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!IsJsonBody(req)) return SendApiError(res, UnsupportedMediaType(req));
+    if (!http::IsJsonBody(req)) return SendApiError(res, UnsupportedMediaType(req));
     ApiError error;
     auto body = ParseBody(req, error);
     if (!body) return SendApiError(res, error);
@@ -410,10 +307,10 @@ void HttpApi::Register(httplib::Server& server) {
     if (options_.stream_slots && !slot) {
       return SendApiError(res, TooManyStreams(*options_.stream_slots, why));
     }
-    if (WantsEventStream(req.get_header_value("Accept"))) {
+    if (http::Lists(req.get_header_value("Accept"), "text/event-stream")) {
       return ServeStream(std::move(run_function), in_session, res, std::move(slot));
     }
-    Registration run(registry_);
+    http::RunRegistry::Entry run(registry_);
     if (!run.ok()) return SendApiError(res, ShuttingDown());
     NullObserver observer;
     auto result = run_function(observer, run.token());
@@ -440,10 +337,17 @@ std::shared_ptr<SlotLimiter::Slot> HttpApi::TakeSlot(const std::string& principa
 
 void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& res,
                           std::shared_ptr<SlotLimiter::Slot> slot) {
-  auto registration = std::make_shared<Registration>(registry_);
+  auto registration = std::make_shared<http::RunRegistry::Entry>(registry_);
   if (!registration->ok()) return SendApiError(res, ShuttingDown());
   auto state = std::make_shared<StreamState>();
   state->cancel = registration->shared_token();
+  state->slot = std::move(slot);
+  // The peer went away (a failed write, or a closed connection at a wake-up): the run is
+  // cancelled, and the engine ends it within a second.
+  state->channel->OnAbandon([logger = logger_, cancel = state->cancel] {
+    logger->info("POST /v1/execute: the client went away; cancelling the run");
+    cancel->Cancel();
+  });
   StreamState* raw = state.get();
   const int retry_after_s = options_.retry_after_s;
   auto logger = logger_;
@@ -454,23 +358,22 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
         StreamObserver observer(*raw);
         auto result = run(observer, *raw->cancel);
         observer.Flush();
-        std::string last;
+        std::optional<ApiError> refused;
         if (result.ok()) {
           logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
                         exec::VerdictName(result->verdict), result->duration_ms);
-          last = SseEvent("result", ExecuteResultJson(*result));
+          raw->Push(SseEvent("result", ExecuteResultJson(*result)));
         } else {
-          ApiError refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
-                                        : FromEngineError(result.error(), retry_after_s);
-          json body = ErrorBody(refused);
-          body["status"] = refused.status;
-          last = SseEvent("error", body);
-          std::lock_guard lock(raw->mu);
-          raw->refusal = std::move(refused);
+          refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
+                               : FromEngineError(result.error(), retry_after_s);
+          json body = ErrorBody(*refused);
+          body["status"] = refused->status;
+          raw->Push(SseEvent("error", body));
         }
+        raw->channel->Close();
         {
           std::lock_guard lock(raw->mu);
-          raw->queued += last;
+          raw->refusal = std::move(refused);
           raw->finished = true;
         }
         raw->cv.notify_all();
@@ -488,56 +391,8 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
       return SendApiError(res, refused);
     }
   }
-
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  auto last_write = std::make_shared<Clock::time_point>(Clock::now());
-  const auto poll = options_.sse_poll;
-  const auto keepalive = options_.sse_keepalive;
-  // Exactly "text/event-stream": with a charset parameter httplib would compress the stream.
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [state, last_write, poll, keepalive, logger, slot = std::move(slot)](
-          std::size_t, httplib::DataSink& sink) {
-        std::string out;
-        bool done = false;
-        {
-          std::unique_lock lock(state->mu);
-          state->cv.wait_for(lock, poll, [&] { return !state->queued.empty() || state->finished; });
-          out.swap(state->queued);
-          done = state->finished;
-        }
-        if (!out.empty()) {
-          if (!sink.write(out.data(), out.size())) {
-            logger->info("POST /v1/execute: the client went away; cancelling the run");
-            state->cancel->Cancel();
-            return false;
-          }
-          *last_write = Clock::now();
-        }
-        if (done) {
-          sink.done();
-          return true;
-        }
-        if (!sink.is_writable()) {
-          logger->info("POST /v1/execute: the client went away; cancelling the run");
-          state->cancel->Cancel();
-          return false;
-        }
-        if (Clock::now() - *last_write >= keepalive) {
-          if (!sink.write(kSseKeepalive.data(), kSseKeepalive.size())) {
-            state->cancel->Cancel();
-            return false;
-          }
-          *last_write = Clock::now();
-        }
-        return true;
-      },
-      [state](bool success) {
-        if (!success) state->cancel->Cancel();
-        if (state->thread.joinable()) state->thread.join();
-      });
+  http::ServeSse(res, state->channel, http::SseOptions{options_.sse_keepalive, options_.sse_poll},
+                 state);
 }
 
 namespace {
@@ -609,7 +464,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
   server.Post("/v1/sessions",
               [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
                 if (!guard(res)) return;
-                if (!IsJsonBody(req)) return SendApiError(res, UnsupportedMediaType(req));
+                if (!http::IsJsonBody(req)) return SendApiError(res, UnsupportedMediaType(req));
                 json body = nullptr;
                 if (!req.body.empty()) {
                   ApiError error;

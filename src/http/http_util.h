@@ -1,4 +1,5 @@
-// Small helpers shared by the HTTP transports (private to sandbox_http).
+// JSON-RPC error answers of the MCP transports (private to sandbox_http); the plain HTTP
+// helpers are http_helpers.h's.
 #pragma once
 
 #include <httplib.h>
@@ -7,6 +8,7 @@
 #include <string_view>
 
 #include "sandbox/core/slot_limiter.h"
+#include "sandbox/http/http_helpers.h"
 #include "sandbox/mcp/json_rpc.h"
 
 namespace sandbox::http::detail {
@@ -35,41 +37,11 @@ inline void SendTooManyStreams(httplib::Response& res, const SlotLimiter& limite
                id);
 }
 
-inline void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(mcp::DumpJson(body), "application/json");
-}
-
-inline std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-inline std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// The media type of a Content-Type value, lower-cased, without parameters.
-inline std::string MediaType(std::string_view value) {
-  return Lower(Trim(value.substr(0, value.find(';'))));
-}
-
-// Whether an Accept header allows `type` ("application/json"), wildcards included.
-inline bool Accepts(std::string_view accept, std::string_view type) {
-  std::string_view major = type.substr(0, type.find('/'));
-  while (!accept.empty()) {
-    auto comma = accept.find(',');
-    std::string range = MediaType(accept.substr(0, comma));
-    if (range == type || range == "*/*" || range == std::string(major) + "/*") return true;
-    if (comma == std::string_view::npos) break;
-    accept.remove_prefix(comma + 1);
-  }
-  return false;
-}
+// The shared helpers (http_helpers.h) under the names the transports use.
+using http::Accepts;
+using http::Lower;
+using http::MediaType;
+using http::SendJson;
+using http::Trim;
 
 }  // namespace sandbox::http::detail

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sandbox/config/config.h"
 #include "sandbox/core/slot_limiter.h"
@@ -39,9 +41,20 @@ struct PoolReadiness {
 };
 PoolReadiness ReadinessOf(const pool::PoolStats& stats);
 
+// Both pool lists: one-shot pools and session pools ("<pool>/sessions").
+std::vector<std::pair<std::string, pool::PoolStats>> AllPoolStats(const ProbeSources& sources);
+
+// Whether the Docker engine answers a ping within 2 s.
+Status PingEngine(const ProbeSources& sources);
+
 // The state a scrape renders, read off the sources.
 metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up);
 
+// GET /healthz (healthz.cc) and GET /readyz (readyz.cc).
+void RegisterHealthz(httplib::Server& server, const ProbeSources& sources);
+void RegisterReadyz(httplib::Server& server, const ProbeSources& sources);
+
+// All three probes, and the count of every HTTP answer by route, method and status.
 void RegisterProbes(httplib::Server& server, const ProbeSources& sources);
 
 }  // namespace sandbox::server

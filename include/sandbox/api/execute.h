@@ -52,8 +52,8 @@ nlohmann::json FileJson(const exec::OutputFile& file);
 // {"error": message, "field": field-or-null}
 nlohmann::json ErrorBody(const ApiError& error);
 
-// "event: <name>\ndata: <data>\n\n" (data is one line: compact JSON has no newlines).
+// "event: <name>\ndata: <data>\n\n" (http::FormatSseEvent; data is one line: compact JSON has
+// no newlines).
 std::string SseEvent(std::string_view name, const nlohmann::json& data);
-inline constexpr std::string_view kSseKeepalive = ": keepalive\n\n";
 
 }  // namespace sandbox::api

@@ -40,7 +40,8 @@
 // begun); a ": keepalive" comment after `sse_keepalive` of silence; no event ids. The handler
 // waits up to `sse_start_wait` for the run to start, so a refusal before that (bad pool, limits,
 // busy) is a plain HTTP error with a JSON body instead of a stream. The run executes on a thread
-// of its own while the httplib worker writes the stream, waking at least every `sse_poll`.
+// of its own while the httplib worker writes the stream with http::ServeSse (the writer of the
+// MCP streams too), waking at least every `sse_poll`.
 // A vanished client (a failed write, or sink.is_writable() false at a wake-up) cancels the run
 // through its CancelToken: the engine ends it within a second and the stream's thread is joined
 // when httplib releases the response. In JSON mode and for /eval a dropped connection is not
@@ -67,12 +68,17 @@
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
+#include "sandbox/http/request_guard.h"
 
 namespace httplib {
 class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
+
+namespace sandbox::http {
+class RunRegistry;
+}  // namespace sandbox::http
 
 namespace sandbox::api {
 
@@ -84,8 +90,8 @@ struct ApiOptions {
   std::chrono::milliseconds sse_poll{1000};
   std::chrono::milliseconds sse_start_wait{10000};
   // The principal of a request from its Authorization header (http::RequestGuard::Resolver());
-  // unset: every request is "local".
-  std::function<std::string(std::string_view authorization)> principal;
+  // unset: every request is http::kLocalPrincipal.
+  http::PrincipalResolver principal;
   std::int64_t session_max_file_bytes = 16LL << 20;  // PUT .../files/{path} above it: 413
   // Each run in progress (/eval, /v1/execute in both modes, waiting for a sandbox included)
   // holds an HTTP worker, so it holds a slot too, shared with the MCP streams; none free: 503
@@ -113,9 +119,6 @@ class HttpApi {
   // Runs in progress (for tests and diagnostics).
   std::size_t active_runs() const;
 
-  // Tracks the cancel tokens of running runs (shared with stream threads).
-  class Registry;
-
  private:
   // Runs one request (one-shot or in a session) with an observer and a cancel token.
   using RunFunction =
@@ -132,7 +135,7 @@ class HttpApi {
   exec::SessionService* const sessions_;
   const ApiOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::shared_ptr<Registry> registry_;
+  std::shared_ptr<http::RunRegistry> registry_;  // shared with the streams' threads
 };
 
 }  // namespace sandbox::api

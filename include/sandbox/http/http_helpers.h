@@ -1,0 +1,40 @@
+// Small pieces of HTTP every handler on the server's cpp-httplib needs (the MCP transports and
+// the HTTP API alike): media types of Content-Type and Accept, and a JSON answer.
+// Thread-safety: stateless functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace sandbox::http {
+
+// ASCII lower case (header names and media types are case-insensitive).
+std::string Lower(std::string_view s);
+// Without the spaces and tabs around it.
+std::string_view Trim(std::string_view s);
+
+// The media type of a Content-Type value (or of one Accept range), lower-cased, without
+// parameters.
+std::string MediaType(std::string_view value);
+
+// Whether an Accept header allows `type` ("application/json"), wildcards included.
+bool Accepts(std::string_view accept, std::string_view type);
+
+// Whether an Accept header lists `type` itself (no wildcard) with a q above 0: a client that
+// asks for this representation in particular (text/event-stream for a stream).
+bool Lists(std::string_view accept, std::string_view type);
+
+// Whether a request's body is JSON: Content-Type application/json, any application/...+json,
+// or no Content-Type at all.
+bool IsJsonBody(const httplib::Request& req);
+
+// `status` with `body` as application/json (invalid UTF-8 in strings replaced, never thrown).
+void SendJson(httplib::Response& res, int status, const nlohmann::json& body);
+
+}  // namespace sandbox::http

@@ -1,0 +1,292 @@
+// Validate(): every check of a Config before anything starts, each refusal naming the field.
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "object_reader.h"
+#include "sandbox/config/config.h"
+
+namespace sandbox::config {
+namespace {
+
+using detail::Invalid;
+
+Status CheckLimits(const Limits& l, const std::string& path) {
+  if (!(l.timeout_s > 0)) return Invalid(path + ".timeout_s", "must be positive");
+  if (l.memory_bytes < (16LL << 20))
+    return Invalid(path + ".memory_bytes", "must be at least 16 MiB");
+  if (!(l.cpus > 0)) return Invalid(path + ".cpus", "must be positive");
+  if (l.pids < 8) return Invalid(path + ".pids", "must be at least 8");
+  if (l.nproc < 1) return Invalid(path + ".nproc", "must be positive");
+  if (l.nofile < 16) return Invalid(path + ".nofile", "must be at least 16");
+  if (l.fsize_bytes < 0) return Invalid(path + ".fsize_bytes", "must not be negative");
+  if (l.tmpfs_bytes < (1LL << 20)) return Invalid(path + ".tmpfs_bytes", "must be at least 1 MiB");
+  if (l.output_bytes < 1024) return Invalid(path + ".output_bytes", "must be at least 1024");
+  if (l.cpu_s < 0) return Invalid(path + ".cpu_s", "must not be negative");
+  return OkStatus();
+}
+
+Status CheckWithin(const Limits& l, const Limits& max, const std::string& path) {
+  auto over = [&](const char* field) {
+    return Invalid(path + ".limits." + field, "exceeds max_limits." + std::string(field));
+  };
+  if (l.timeout_s > max.timeout_s) return over("timeout_s");
+  if (l.memory_bytes > max.memory_bytes) return over("memory_bytes");
+  if (l.cpus > max.cpus) return over("cpus");
+  if (l.pids > max.pids) return over("pids");
+  if (l.nproc > max.nproc) return over("nproc");
+  if (l.nofile > max.nofile) return over("nofile");
+  if (l.fsize_bytes > max.fsize_bytes) return over("fsize_bytes");
+  if (l.tmpfs_bytes > max.tmpfs_bytes) return over("tmpfs_bytes");
+  if (l.output_bytes > max.output_bytes) return over("output_bytes");
+  return OkStatus();
+}
+
+// The names images/build.sh accepts (its --packages and --pip checks say the same): the
+// names end up on a shell command line and in image labels.
+Status CheckPackages(const PoolConfig& p, const std::string& path) {
+  static const std::regex kDebian(R"(^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$)");
+  static const std::regex kPip(
+      R"(^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+)?$)");
+  auto check = [&](const std::vector<std::string>& names, const char* field,
+                   const std::regex& pattern, const char* what) -> Status {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (!std::regex_match(names[i], pattern)) {
+        return Invalid(path + "." + field + "[" + std::to_string(i) + "]",
+                       "\"" + names[i] + "\" is not " + what);
+      }
+    }
+    return OkStatus();
+  };
+  SANDBOX_RETURN_IF_ERROR(check(p.packages, "packages", kDebian, "a Debian package name"));
+  SANDBOX_RETURN_IF_ERROR(check(p.pip_packages, "pip_packages", kPip, "a pip requirement"));
+  if ((!p.packages.empty() || !p.pip_packages.empty()) && p.image == PoolConfig{}.image) {
+    return Invalid(path + ".image",
+                   "a pool with packages needs an image of its own (e.g. "
+                   "\"sandbox-mcp-python:" +
+                       p.name + "\"), built with images/build.sh --tag");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+Status Validate(const Config& config) {
+  const auto& s = config.server;
+  if (!s.stdio) {
+    if (s.listen_host.empty()) return Invalid("server.listen", "the host is empty");
+    if (!IsLoopbackHost(s.listen_host) && s.token.empty() && s.tokens.empty()) {
+      return Invalid("server.token",
+                     "listening on " + s.listen_host +
+                         " (beyond loopback) requires a bearer token: set SANDBOX_MCP_TOKEN");
+    }
+  }
+  if (!s.token.empty() && s.token.size() < 16) {
+    return Invalid("server.token", "must be at least 16 characters");
+  }
+  for (const auto& [name, token] : s.tokens) {
+    if (name.empty() || name.size() > 64) {
+      return Invalid("server.tokens", "token names must be 1-64 characters");
+    }
+    if (name == "local") return Invalid("server.tokens.local", "\"local\" is reserved");
+    if (token.size() < 16)
+      return Invalid("server.tokens." + name, "must be at least 16 characters");
+    if (token == s.token) return Invalid("server.tokens." + name, "repeats server.token");
+  }
+  for (const auto& [name, token] : s.admin_tokens) {
+    const std::string field = "server.admin_tokens." + name;
+    if (name.empty() || name.size() > 64) {
+      return Invalid("server.admin_tokens", "token names must be 1-64 characters");
+    }
+    if (token.size() < 16) return Invalid(field, "must be at least 16 characters");
+    // A run token must never open the admin API, nor an admin token the run routes.
+    if (token == s.token) return Invalid(field, "equals server.token (a run token)");
+    for (const auto& [run_name, run_token] : s.tokens) {
+      if (token == run_token) {
+        return Invalid(field, "equals server.tokens." + run_name + " (a run token)");
+      }
+    }
+    for (const auto& [other, other_token] : s.admin_tokens) {
+      if (other < name && other_token == token) {
+        return Invalid(field, "repeats server.admin_tokens." + other);
+      }
+    }
+  }
+  if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");
+  // Each slot costs a thread for the server's life.
+  if (s.max_streams < 1 || s.max_streams > 4096) {
+    return Invalid("server.max_streams", "must be 1-4096");
+  }
+  if (s.max_body_bytes < 1024) return Invalid("server.max_body_bytes", "must be at least 1024");
+  if (s.max_mcp_sessions < 1 || s.max_mcp_sessions > 1000000) {
+    return Invalid("server.max_mcp_sessions", "must be 1-1000000");
+  }
+  if (s.mcp_session_idle_timeout.count() < 1) {
+    return Invalid("server.mcp_session_idle_timeout_s", "must be at least 1");
+  }
+  const auto& pp = config.per_principal;
+  if (pp.max_streams < 0 || pp.max_streams > s.max_streams) {
+    return Invalid("per_principal.max_streams", "must be 0 (half) to server.max_streams");
+  }
+  if (pp.max_mcp_sessions < 0 || pp.max_mcp_sessions > s.max_mcp_sessions) {
+    return Invalid("per_principal.max_mcp_sessions",
+                   "must be 0 (a tenth) to server.max_mcp_sessions");
+  }
+  if (pp.max_concurrent_runs < 0) {
+    return Invalid("per_principal.max_concurrent_runs", "must not be negative (0: no bound)");
+  }
+  if (pp.runs_per_minute < 0 || pp.runs_per_minute > 1000000) {
+    return Invalid("per_principal.runs_per_minute", "must be 0-1000000 (0: no rate limit)");
+  }
+  // A head must hold the longest request line and header line cpp-httplib accepts (8 KiB).
+  if (s.max_header_bytes < 8192 || s.max_header_bytes > 1048576) {
+    return Invalid("server.max_header_bytes", "must be 8192-1048576");
+  }
+  if (s.max_headers < 8 || s.max_headers > 1000) {
+    return Invalid("server.max_headers", "must be 8-1000");
+  }
+  if (s.header_timeout.count() < 1 || s.header_timeout.count() > 300) {
+    return Invalid("server.header_timeout_s", "must be 1-300");
+  }
+  if (s.body_timeout.count() < 1 || s.body_timeout.count() > 3600) {
+    return Invalid("server.body_timeout_s", "must be 1-3600");
+  }
+  if (s.idle_timeout.count() < 1 || s.idle_timeout.count() > 3600) {
+    return Invalid("server.idle_timeout_s", "must be 1-3600");
+  }
+  // Each connection costs a descriptor, and up to two more while a request is served.
+  if (s.max_connections < 1 || s.max_connections > 100000) {
+    return Invalid("server.max_connections", "must be 1-100000");
+  }
+  if (s.max_connections_per_ip < 1 || s.max_connections_per_ip > s.max_connections) {
+    return Invalid("server.max_connections_per_ip", "must be 1 to server.max_connections");
+  }
+  const auto& d = config.docker;
+  if (d.host.rfind("unix://", 0) != 0 && d.host.rfind("tcp://", 0) != 0) {
+    return Invalid("docker.host", "expected unix:///path or tcp://host:port");
+  }
+  bool any_tls = !d.tls_ca.empty() || !d.tls_cert.empty() || !d.tls_key.empty();
+  bool all_tls = !d.tls_ca.empty() && !d.tls_cert.empty() && !d.tls_key.empty();
+  if (any_tls && !all_tls)
+    return Invalid("docker.tls_*", "set tls_ca, tls_cert and tls_key together");
+  if (d.call_timeout.count() <= 0) return Invalid("docker.call_timeout_ms", "must be positive");
+  static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
+  if (!kLevels.contains(config.log_level)) {
+    return Invalid("log_level", "expected one of trace, debug, info, warn, error, off");
+  }
+  if (config.log_format != "text" && config.log_format != "json") {
+    return Invalid("log_format", "expected text or json");
+  }
+  if (config.instance_id.empty() || config.instance_id.size() > 63) {
+    return Invalid("instance_id", "must be 1-63 characters");
+  }
+  const auto& ss = config.sessions;
+  if (ss.max_total < 0) return Invalid("sessions.max_total", "must not be negative");
+  if (ss.max_per_principal < 1) return Invalid("sessions.max_per_principal", "must be at least 1");
+  if (ss.idle_timeout.count() < 1) return Invalid("sessions.idle_timeout_s", "must be at least 1");
+  if (ss.max_lifetime < ss.idle_timeout) {
+    return Invalid("sessions.max_lifetime_s", "must be at least sessions.idle_timeout_s");
+  }
+  if (ss.warm < 0 || ss.warm > ss.max_total) {
+    return Invalid("sessions.warm", "must be between 0 and sessions.max_total");
+  }
+  if (ss.max_file_bytes < 1) return Invalid("sessions.max_file_bytes", "must be positive");
+  if (ss.max_upload_bytes < ss.max_file_bytes) {
+    return Invalid("sessions.max_upload_bytes", "must be at least sessions.max_file_bytes");
+  }
+  if (ss.busy_wait.count() < 0) return Invalid("sessions.busy_wait_ms", "must not be negative");
+  if (ss.restart_grace.count() < 0 || ss.restart_grace > std::chrono::hours(24)) {
+    return Invalid("sessions.restart_grace_s", "must be between 0 (off) and 86400");
+  }
+  const auto& o = config.output;
+  if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
+  if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");
+  if (o.figure_dpi < 10 || o.figure_dpi > 600)
+    return Invalid("output.figure_dpi", "must be 10-600");
+  if (o.max_files < 0) return Invalid("output.max_files", "must not be negative");
+  if (o.max_files_bytes < 0) return Invalid("output.max_files_bytes", "must not be negative");
+  if (config.pools.empty()) return Invalid("pools", "at least one pool is required");
+  std::set<std::string> names;
+  std::map<std::string, std::string> executables;  // path -> pool
+  for (std::size_t i = 0; i < config.pools.size(); ++i) {
+    const auto& p = config.pools[i];
+    std::string path = "pools[" + std::to_string(i) + "]";
+    if (p.name.empty()) return Invalid(path + ".name", "must not be empty");
+    if (!names.insert(p.name).second)
+      return Invalid(path + ".name", "duplicate pool \"" + p.name + "\"");
+    if (p.image.empty()) return Invalid(path + ".image", "must not be empty");
+    if (p.python.empty() || p.python[0] != '/')
+      return Invalid(path + ".python", "must be an absolute path");
+    for (std::size_t j = 0; j < p.executables.size(); ++j) {
+      const std::string& e = p.executables[j];
+      const std::string where = path + ".executables[" + std::to_string(j) + "]";
+      if (e.empty() || e[0] != '/') return Invalid(where, "must be an absolute path");
+      auto [it, fresh] = executables.emplace(e, p.name);
+      if (!fresh && it->second != p.name) {
+        return Invalid(where, "\"" + e + "\" is already served by pool \"" + it->second + "\"");
+      }
+    }
+    SANDBOX_RETURN_IF_ERROR(CheckPackages(p, path));
+    SANDBOX_RETURN_IF_ERROR(ValidatePoolSizes(p, path));
+    if (p.acquire_timeout.count() <= 0)
+      return Invalid(path + ".acquire_timeout_ms", "must be positive");
+    if (p.max_age.count() <= 0) return Invalid(path + ".max_age_s", "must be positive");
+    if (p.max_runs < 1) return Invalid(path + ".max_runs", "must be at least 1");
+    if (p.skip_preload_when_queued && p.mode != PoolMode::kFresh) {
+      // A recycle container started lean would serve its many runs without the preload.
+      return Invalid(path + ".skip_preload_when_queued", "applies to fresh pools only");
+    }
+    if (p.zygote_memory_bytes < (64LL << 20)) {
+      return Invalid(path + ".zygote_memory_bytes", "must be at least 64 MiB");
+    }
+    SANDBOX_RETURN_IF_ERROR(CheckLimits(p.max_limits, path + ".max_limits"));
+    SANDBOX_RETURN_IF_ERROR(ValidatePoolLimits(p.limits, p.max_limits, path));
+  }
+  if (FindPool(config, config.default_pool) == nullptr) {
+    return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");
+  }
+  return OkStatus();
+}
+
+Status ValidatePoolSizes(const PoolConfig& p, const std::string& path) {
+  if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
+  if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");
+  if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");
+  if (p.max_concurrent_starts < 1)
+    return Invalid(path + ".max_concurrent_starts", "must be at least 1");
+  return ValidateAutoscale(p.autoscale, p.max_total, path);
+}
+
+Status ValidatePoolLimits(const Limits& limits, const Limits& max_limits, const std::string& path) {
+  SANDBOX_RETURN_IF_ERROR(CheckLimits(limits, path + ".limits"));
+  return CheckWithin(limits, max_limits, path);
+}
+
+Status ValidateAutoscale(const AutoscaleConfig& a, int max_total, const std::string& path) {
+  const std::string at = path + ".autoscale";
+  if (a.min_idle_floor < 0) return Invalid(at + ".min_idle_floor", "must not be negative");
+  if (a.min_idle_ceiling < 0) {
+    return Invalid(at + ".min_idle_ceiling", "must not be negative (0: max_total)");
+  }
+  if (a.min_idle_ceiling > max_total) {
+    return Invalid(at + ".min_idle_ceiling", "must not exceed max_total");
+  }
+  const int ceiling = a.min_idle_ceiling == 0 ? max_total : a.min_idle_ceiling;
+  if (a.min_idle_floor > ceiling) {
+    return Invalid(at + ".min_idle_floor", "must not exceed min_idle_ceiling (or max_total)");
+  }
+  if (a.headroom < 0 || a.headroom > max_total) {
+    return Invalid(at + ".headroom", "must be 0 to max_total");
+  }
+  if (a.window.count() < 1 || a.window.count() > 86400) {
+    return Invalid(at + ".window_s", "must be 1-86400");
+  }
+  return OkStatus();
+}
+
+}  // namespace sandbox::config

@@ -1,0 +1,75 @@
+#include "sandbox/http/http_helpers.h"
+
+#include <httplib.h>
+
+namespace sandbox::http {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string MediaType(std::string_view value) {
+  return Lower(Trim(value.substr(0, value.find(';'))));
+}
+
+bool Accepts(std::string_view accept, std::string_view type) {
+  std::string_view major = type.substr(0, type.find('/'));
+  while (!accept.empty()) {
+    auto comma = accept.find(',');
+    std::string range = MediaType(accept.substr(0, comma));
+    if (range == type || range == "*/*" || range == std::string(major) + "/*") return true;
+    if (comma == std::string_view::npos) break;
+    accept.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool Lists(std::string_view accept, std::string_view type) {
+  while (!accept.empty()) {
+    const auto comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    const auto semi = range.find(';');
+    if (MediaType(range.substr(0, semi)) == type) {
+      bool refused = false;
+      if (semi != std::string_view::npos) {
+        const std::string params = Lower(range.substr(semi));
+        const auto q = params.find("q=");
+        if (q != std::string::npos) {
+          const std::string_view rest = params;
+          const std::string value(Trim(rest.substr(q + 2)));
+          refused =
+              value.rfind('0', 0) == 0 && value.find_first_of("123456789") == std::string::npos;
+        }
+      }
+      if (!refused) return true;
+    }
+    if (comma == std::string_view::npos) break;
+    accept.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool IsJsonBody(const httplib::Request& req) {
+  if (!req.has_header("Content-Type")) return true;
+  const std::string type = MediaType(req.get_header_value("Content-Type"));
+  return type == "application/json" || (type.rfind("application/", 0) == 0 && type.size() > 5 &&
+                                        type.compare(type.size() - 5, 5, "+json") == 0);
+}
+
+void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
+
+}  // namespace sandbox::http

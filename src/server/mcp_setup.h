@@ -1,0 +1,23 @@
+// The MCP server this process offers: its tools, resources and instructions, from the
+// configuration.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <memory>
+
+#include "sandbox/config/config.h"
+#include "sandbox/exec/execution_service.h"
+#include "sandbox/exec/session_service.h"
+#include "sandbox/mcp/dispatcher.h"
+
+namespace sandbox::server {
+
+// run_python and sandbox_info; with `sessions` (null: sessions disabled) the session tools and
+// resources too; with `conformance_fixtures` the conformance suite's test tools.
+mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
+                               exec::SessionService* sessions, bool conformance_fixtures,
+                               mcp::TaskStore* tasks,
+                               const std::shared_ptr<spdlog::logger>& logger);
+
+}  // namespace sandbox::server
