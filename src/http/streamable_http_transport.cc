@@ -367,7 +367,7 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
   // throwaway record that lives as long as the request.
   auto calls = std::make_shared<mcp::Session>(PrincipalOf(req));
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    StreamCall(std::move(calls), true, std::move(message), res);
+    StreamCall(calls, true, std::move(message), res);
     return;
   }
   mcp::NullOutbound out;
@@ -379,7 +379,7 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
   detail::SendJson(res, mcp::Dispatcher::ModernHttpStatus(*response), *response);
 }
 
-void StreamableHttpTransport::StreamCall(std::shared_ptr<mcp::Session> session, bool modern,
+void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& session, bool modern,
                                          json message, httplib::Response& res) {
   const json id = message["id"];
   std::shared_ptr<SlotLimiter::Slot> slot;

@@ -106,8 +106,7 @@ void Task::End(TaskStatus status, json payload) {
     status_ = TaskStatus::kCancelled;
   } else {
     status_ = status;
-    if (status == TaskStatus::kCompleted) result_ = std::move(payload);
-    if (status == TaskStatus::kFailed) error_ = std::move(payload);
+    (status == TaskStatus::kFailed ? error_ : result_) = std::move(payload);
   }
   Touch();
   changed_.notify_all();

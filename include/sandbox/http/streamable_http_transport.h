@@ -115,7 +115,7 @@ class StreamableHttpTransport {
                         httplib::Response& res);
   // Answers one request as an SSE stream; closing the stream cancels it. `session` holds the
   // request in flight (a legacy session, or a 2026-07-28 request's own record).
-  void StreamCall(std::shared_ptr<mcp::Session> session, bool modern, nlohmann::json message,
+  void StreamCall(const std::shared_ptr<mcp::Session>& session, bool modern, nlohmann::json message,
                   httplib::Response& res);
 
   mcp::Dispatcher& dispatcher_;
