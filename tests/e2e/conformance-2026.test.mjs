@@ -7,10 +7,10 @@
 // reason, and a named one that passes is stale and fails the test too.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { failures, readResults, runSuite, summarize } from './lib/conformance.mjs';
 import { E2E_DIR, NODE22, startServer, stopAndCheck } from './lib/server.mjs';
 
 const SUITE = path.join(E2E_DIR, 'node_modules', 'conformance-2026', 'dist', 'index.js');
@@ -33,38 +33,6 @@ after(async () => {
   if (server) await stopAndCheck(server, assert);
 });
 
-function run(args, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE22, [SUITE, ...args], { cwd: E2E_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (out += c));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`conformance did not finish within ${timeoutMs} ms:\n${out}`));
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out });
-    });
-  });
-}
-
-// scenario -> its checks, from the saved results.
-function readResults(outputDir) {
-  const results = new Map();
-  for (const dir of readdirSync(outputDir).sort()) {
-    try {
-      const checks = JSON.parse(readFileSync(path.join(outputDir, dir, 'checks.json'), 'utf8'));
-      results.set(dir.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T.*$/, ''), checks);
-    } catch {
-      // not a scenario directory
-    }
-  }
-  return results;
-}
-
 // The baseline's entries: "scenario" or "scenario:check-id".
 function baselineEntries() {
   const entries = new Set();
@@ -75,25 +43,18 @@ function baselineEntries() {
   return entries;
 }
 
-const failures = (checks) => checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-
 test('conformance 0.2.0-alpha.12 --requirements 2026-07-28: scored scenarios against the baseline, unscored ones checked here', async (t) => {
   const outputDir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-conformance-2026-'));
   try {
-    const { code, signal, out } = await run(
+    const { code, signal, out } = await runSuite(
+      NODE22,
+      SUITE,
       ['server', '--url', `${server.baseUrl}/mcp`, '--requirements', '2026-07-28',
         '--expected-failures', BASELINE, '-o', outputDir],
       420_000,
     );
     const results = readResults(outputDir);
-    const summary = [...results]
-      .map(([name, checks]) => {
-        const failed = failures(checks);
-        return failed.length === 0
-          ? `PASS ${name} (${checks.length} checks)`
-          : `FAIL ${name}: ${failed.map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? ''}`).join('; ')}`;
-      })
-      .join('\n');
+    const summary = summarize(results);
     t.diagnostic(`scenarios:\n${summary}`);
     assert.equal(
       code,

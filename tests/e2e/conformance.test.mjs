@@ -5,10 +5,10 @@
 // not in the baseline AND on a baseline entry that passes (stale), so both stay honest.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { readResults, runSuite, summarize } from './lib/conformance.mjs';
 import { E2E_DIR, startServer, stopAndCheck } from './lib/server.mjs';
 
 // By path: the 0.2 suite (conformance-2026) declares the same bin name.
@@ -25,53 +25,16 @@ after(async () => {
   if (server) await stopAndCheck(server, assert);
 });
 
-function run(args, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CONFORMANCE, ...args], { cwd: E2E_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (out += c));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`conformance did not finish within ${timeoutMs} ms:\n${out}`));
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out });
-    });
-  });
-}
-
-// One line per scenario from the saved checks: "PASS scenario" or "FAIL scenario: check: message".
-function summarize(outputDir) {
-  const lines = [];
-  for (const dir of readdirSync(outputDir).sort()) {
-    let checks;
-    try {
-      checks = JSON.parse(readFileSync(path.join(outputDir, dir, 'checks.json'), 'utf8'));
-    } catch {
-      continue;
-    }
-    const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-    const name = dir.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T.*$/, '');
-    lines.push(
-      failed.length === 0
-        ? `PASS ${name} (${checks.length} checks)`
-        : `FAIL ${name}: ${failed.map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`).join('; ')}`,
-    );
-  }
-  return lines.join('\n');
-}
-
 test('conformance 0.1.13: every server scenario (--suite all), expected failures from the baseline', async (t) => {
   const outputDir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-conformance-'));
   try {
-    const { code, signal, out } = await run(
+    const { code, signal, out } = await runSuite(
+      process.execPath,
+      CONFORMANCE,
       ['server', '--url', `${server.baseUrl}/mcp`, '--suite', 'all', '--expected-failures', BASELINE, '-o', outputDir],
       240_000,
     );
-    const summary = summarize(outputDir);
+    const summary = summarize(readResults(outputDir));
     t.diagnostic(`scenarios:\n${summary}`);
     assert.equal(
       code,

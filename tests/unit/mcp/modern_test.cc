@@ -2,8 +2,6 @@
 // validated on each, the revision's result fields and error codes, logs only when the request
 // asks, capabilities read from the request itself; and stdio telling the eras apart.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <unistd.h>
 
 #include <thread>
 
@@ -11,6 +9,7 @@
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_state.h"
 #include "sandbox/mcp/stdio_transport.h"
+#include "unit/mcp/stdio_fixture.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {
@@ -286,51 +285,7 @@ TEST(RequestStateSealerTest, OpensOnlyWhatItSealedForThatPrincipalToolAndTime) {
 
 // ---- stdio ----
 
-class ModernStdioTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(pipe(to_server_), 0);
-    ASSERT_EQ(pipe(from_server_), 0);
-    transport_ =
-        std::make_unique<StdioTransport>(dispatcher_, StdioOptions{}, testing::NullLogger());
-    server_ = std::thread([this] { transport_->Run(to_server_[0], from_server_[1]); });
-  }
-  void TearDown() override {
-    close(to_server_[1]);
-    server_.join();
-    close(to_server_[0]);
-    close(from_server_[0]);
-    close(from_server_[1]);
-  }
-  void WriteLine(const json& message) {
-    std::string text = message.dump() + "\n";
-    ASSERT_EQ(write(to_server_[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  }
-  json ReadLine() {
-    while (true) {
-      auto newline = buffer_.find('\n');
-      if (newline != std::string::npos) {
-        std::string line = buffer_.substr(0, newline);
-        buffer_.erase(0, newline + 1);
-        return json::parse(line);
-      }
-      pollfd pfd{from_server_[0], POLLIN, 0};
-      if (poll(&pfd, 1, 30000) <= 0) return json();
-      char chunk[4096];
-      ssize_t n = read(from_server_[0], chunk, sizeof chunk);
-      if (n <= 0) return json();
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
-
-  FakeService service_;
-  Dispatcher dispatcher_ = testing::MakeDispatcher(service_);
-  std::unique_ptr<StdioTransport> transport_;
-  int to_server_[2] = {-1, -1};
-  int from_server_[2] = {-1, -1};
-  std::string buffer_;
-  std::thread server_;
-};
+using ModernStdioTest = testing::StdioTest;
 
 TEST_F(ModernStdioTest, ModernRequestsNeedNoInitialize) {
   WriteLine(ModernRequest(1, "server/discover"));
