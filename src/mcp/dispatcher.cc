@@ -115,7 +115,8 @@ std::optional<json> Dispatcher::HandleBatch(Session& session, const json& batch,
   return responses;
 }
 
-std::optional<json> Dispatcher::Handle(Session& session, const json& value, Outbound& out) {
+std::optional<json> Dispatcher::Route(const json& value, const NotificationHandler& notification,
+                                      const RequestHandler& request) {
   auto parsed = ParseMessage(value);
   if (auto* invalid = std::get_if<InvalidMessage>(&parsed)) {
     return MakeError(invalid->id, invalid->error);
@@ -126,12 +127,11 @@ std::optional<json> Dispatcher::Handle(Session& session, const json& value, Outb
       case MessageKind::kResponse:
         return std::nullopt;  // the server sends no requests, so nothing awaits an answer
       case MessageKind::kNotification:
-        HandleNotification(session, message.method, message.params);
+        notification(message);
         return std::nullopt;
       case MessageKind::kRequest: {
         bool suppress = false;
-        json response =
-            HandleRequest(session, message.method, message.id, message.params, out, suppress);
+        json response = request(message, suppress);
         if (suppress) return std::nullopt;
         return response;
       }
@@ -144,6 +144,14 @@ std::optional<json> Dispatcher::Handle(Session& session, const json& value, Outb
                          std::string("internal error: ") + e.what());
   }
   return std::nullopt;
+}
+
+std::optional<json> Dispatcher::Handle(Session& session, const json& value, Outbound& out) {
+  return Route(
+      value, [&](const Message& m) { HandleNotification(session, m.method, m.params); },
+      [&](const Message& m, bool& suppress) {
+        return HandleRequest(session, m.method, m.id, m.params, out, suppress);
+      });
 }
 
 void Dispatcher::HandleNotification(Session& session, const std::string& method,
@@ -572,37 +580,16 @@ int Dispatcher::ModernHttpStatus(const json& response) {
 }
 
 std::optional<json> Dispatcher::HandleModern(Session& calls, const json& value, Outbound& out) {
-  auto parsed = ParseMessage(value);
-  if (auto* invalid = std::get_if<InvalidMessage>(&parsed)) {
-    return MakeError(invalid->id, invalid->error);
-  }
-  const Message& message = std::get<Message>(parsed);
-  try {
-    switch (message.kind) {
-      case MessageKind::kResponse:
-        return std::nullopt;
-      case MessageKind::kNotification:
+  return Route(
+      value,
+      [&](const Message& m) {
         // Only cancellation means something here (stdio); there is no initialized notification.
-        if (message.method == "notifications/cancelled") {
-          HandleNotification(calls, message.method, message.params);
-        }
-        return std::nullopt;
-      case MessageKind::kRequest: {
-        if (auto refusal = CheckModern(value)) return refusal;
-        bool suppress = false;
-        json response =
-            HandleModernRequest(calls, message.method, message.id, message.params, out, suppress);
-        if (suppress) return std::nullopt;
-        return response;
-      }
-    }
-  } catch (const std::exception& e) {
-    logger_->error("{} failed: {}", message.method, e.what());
-    if (message.kind != MessageKind::kRequest) return std::nullopt;
-    return ErrorResponse(message.id, rpc_code::kInternalError,
-                         std::string("internal error: ") + e.what());
-  }
-  return std::nullopt;
+        if (m.method == "notifications/cancelled") HandleNotification(calls, m.method, m.params);
+      },
+      [&](const Message& m, bool& suppress) -> json {
+        if (auto refusal = CheckModern(value)) return *refusal;
+        return HandleModernRequest(calls, m.method, m.id, m.params, out, suppress);
+      });
 }
 
 json Dispatcher::HandleModernRequest(Session& calls, const std::string& method, const json& id,

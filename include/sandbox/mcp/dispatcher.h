@@ -20,12 +20,14 @@
 
 #include <spdlog/logger.h>
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/outbound.h"
 #include "sandbox/mcp/request_meta.h"
 #include "sandbox/mcp/request_state.h"
@@ -89,6 +91,13 @@ class Dispatcher {
   const ResourceRegistry& resources() const { return resources_; }
 
  private:
+  using NotificationHandler = std::function<void(const Message&)>;
+  using RequestHandler = std::function<nlohmann::json(const Message&, bool& suppress)>;
+  // Checks the envelope and routes one message by kind (responses are dropped); a library
+  // exception becomes -32603 for a request, never a crash. Both eras go through it.
+  std::optional<nlohmann::json> Route(const nlohmann::json& value,
+                                      const NotificationHandler& notification,
+                                      const RequestHandler& request);
   nlohmann::json HandleRequest(Session& session, const std::string& method,
                                const nlohmann::json& id, const nlohmann::json& params,
                                Outbound& out, bool& suppress);
