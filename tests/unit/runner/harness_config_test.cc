@@ -1,6 +1,7 @@
 // The server owns every value the harness uses (the harness has no defaults): the `config`
 // message built by HarnessConfig must be accepted by the real harness, and the harness must
-// read back the server's numbers. Runs src/harness/harness.py's parse_config with python3.
+// read back the server's numbers. Runs the harness package's parse_config
+// (src/harness/sandbox_harness/config.py) with python3.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,12 +23,13 @@ using nlohmann::json;
 constexpr const char* kParseScript = R"PY(
 import json, sys
 sys.path.insert(0, sys.argv[1] + "/src/harness")
-import harness as h
+from sandbox_harness.config import parse_config
+from sandbox_harness.errors import ProtocolError
 try:
-    cfg = h.parse_config(json.load(open(sys.argv[2])))
+    cfg = parse_config(json.load(open(sys.argv[2])))
     cfg["seccomp_bpf"] = cfg["seccomp_bpf"] is not None
     print(json.dumps(cfg))
-except h.ProtocolError as e:
+except ProtocolError as e:
     print(json.dumps({"error": str(e)}))
 )PY";
 
