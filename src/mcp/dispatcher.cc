@@ -293,7 +293,7 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
       } else if (early->has_value()) {
         result = std::move(**early);
       } else {
-        result = StartTask(id, *tool, arguments, context);
+        result = StartTask(*tool, arguments, context);
       }
     } else {
       result = tool->Call(arguments, context);
@@ -317,9 +317,7 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
   return MakeResult(id, std::move(*result));
 }
 
-json Dispatcher::StartTask(const json& id, Tool& tool, const json& arguments,
-                           const ToolContext& request) {
-  (void)id;
+json Dispatcher::StartTask(Tool& tool, const json& arguments, const ToolContext& request) {
   std::shared_ptr<spdlog::logger> logger = logger_;
   auto task = tasks_->Start(request.principal, [&tool, arguments, meta = *request.meta,
                                                 answers = request.input_responses,

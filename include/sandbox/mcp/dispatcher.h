@@ -120,8 +120,7 @@ class Dispatcher {
                              const nlohmann::json& id, const nlohmann::json& params);
   // Creates the task that runs the call; the CreateTaskResult, or the refusal at a task limit
   // as a tool error.
-  nlohmann::json StartTask(const nlohmann::json& id, Tool& tool, const nlohmann::json& arguments,
-                           const ToolContext& request);
+  nlohmann::json StartTask(Tool& tool, const nlohmann::json& arguments, const ToolContext& request);
   // Adds what every 2026-07-28 result carries: resultType and the server's identity in _meta.
   nlohmann::json Modernize(nlohmann::json response) const;
   nlohmann::json ServerInfo() const;
