@@ -225,9 +225,8 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("sessions", [&](const json& v, const std::string& p) {
     return ApplySessions(v, p, base.sessions);
   }));
-  SANDBOX_RETURN_IF_ERROR(r.ReadObject("tasks", [&](const json& v, const std::string& p) {
-    return ApplyTasks(v, p, base.tasks);
-  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject(
+      "tasks", [&](const json& v, const std::string& p) { return ApplyTasks(v, p, base.tasks); }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("per_principal", [&](const json& v, const std::string& p) {
     return ApplyPerPrincipal(v, p, base.per_principal);
   }));

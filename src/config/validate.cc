@@ -215,7 +215,8 @@ Status Validate(const Config& config) {
   if (t.max_per_principal < t.max_running_per_principal) {
     return Invalid("tasks.max_per_principal", "must be at least tasks.max_running_per_principal");
   }
-  if (t.live_output_bytes < 1024) return Invalid("tasks.live_output_bytes", "must be at least 1024");
+  if (t.live_output_bytes < 1024)
+    return Invalid("tasks.live_output_bytes", "must be at least 1024");
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");

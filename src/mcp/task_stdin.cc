@@ -39,9 +39,9 @@ std::optional<std::string> LineOfAnswer(const json& answer) {
   return line->get<std::string>();
 }
 
-void TaskStdin::OnInputRequest(const exec::InputRequest& request, exec::InputReply reply) {
+void TaskStdin::OnInputRequest(const exec::InputRequest& request, const exec::InputReply& reply) {
   task_.AskInput("stdin-" + std::to_string(request.seq), StdinElicitation(request.prompt),
-                 [reply = std::move(reply)](const json& answer) { reply(LineOfAnswer(answer)); });
+                 [reply](const json& answer) { reply(LineOfAnswer(answer)); });
 }
 
 }  // namespace sandbox::mcp

@@ -32,7 +32,7 @@ constexpr std::size_t kStderrTailBytes = 4096;
 constexpr std::size_t kMaxValueBytes =
     static_cast<std::size_t>(kResultLimits.value_max_chars) * 4 + 64;
 // The prompt of an input() ask (the harness cuts it at 4096 characters).
-constexpr std::size_t kMaxPromptBytes = 4096 * 4;
+constexpr std::size_t kMaxPromptBytes = std::size_t{4096} * 4;
 // How often a run's read loop looks at cancellation and its deadline while output is quiet.
 constexpr auto kPollSlice = std::chrono::milliseconds(200);
 // A cancel the harness has not answered after this is re-sent once, then the container killed.
@@ -571,7 +571,7 @@ void HarnessSandbox::AskObserver(const json& msg, bool interactive,
   exec::InputRequest request;
   request.seq = static_cast<int>(*seq);
   request.prompt = CutText(JsonString(msg, "prompt"), kMaxPromptBytes);
-  observer.OnInputRequest(request, std::move(reply));
+  observer.OnInputRequest(request, reply);
 }
 
 exec::RunResult HarnessSandbox::Run(const std::string& code,

@@ -67,9 +67,9 @@ class RelayObserver final : public exec::RunObserver {
     target_.OnFile(file);
   }
   bool AnswersInput() const override { return target_.AnswersInput(); }
-  void OnInputRequest(const exec::InputRequest& request, exec::InputReply reply) override {
+  void OnInputRequest(const exec::InputRequest& request, const exec::InputReply& reply) override {
     delivered_ = true;
-    target_.OnInputRequest(request, std::move(reply));
+    target_.OnInputRequest(request, reply);
   }
   bool delivered() const { return delivered_; }
 

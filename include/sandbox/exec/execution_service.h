@@ -42,7 +42,7 @@ class RunObserver {
   virtual bool AnswersInput() const { return false; }
   // Must not wait for the answer: the reply may come later, from another thread, while the run's
   // wall-time limit keeps counting.
-  virtual void OnInputRequest(const InputRequest& /*request*/, InputReply reply) {
+  virtual void OnInputRequest(const InputRequest& /*request*/, const InputReply& reply) {
     reply(std::nullopt);
   }
 };

@@ -32,7 +32,7 @@ class TaskStdin final : public exec::RunObserver {
   void OnImage(const exec::Image& image) override { inner_.OnImage(image); }
   void OnFile(const exec::OutputFile& file) override { inner_.OnFile(file); }
   bool AnswersInput() const override { return true; }
-  void OnInputRequest(const exec::InputRequest& request, exec::InputReply reply) override;
+  void OnInputRequest(const exec::InputRequest& request, const exec::InputReply& reply) override;
 
  private:
   exec::RunObserver& inner_;

@@ -92,12 +92,12 @@ class ScriptedStdin final : public exec::RunObserver {
     for (auto& t : threads_) t.join();
   }
   bool AnswersInput() const override { return true; }
-  void OnInputRequest(const exec::InputRequest& request, exec::InputReply reply) override {
+  void OnInputRequest(const exec::InputRequest& request, const exec::InputReply& reply) override {
     asks.push_back(request);
     const auto i = static_cast<std::size_t>(request.seq - 1);
     auto line = i < lines_.size() ? lines_[i] : std::nullopt;
     last_reply = reply;
-    threads_.emplace_back([reply = std::move(reply), line] {
+    threads_.emplace_back([reply, line] {
       std::this_thread::sleep_for(50ms);  // the run waits: the answer is not in the same call
       reply(line);
     });
@@ -118,8 +118,8 @@ TEST(HarnessSandboxTest, InteractiveStdinAsksTheObserverInIsolatedRunsAndSession
     setup.pool.warm_plot = false;
     setup.pool.interactive_input = true;
     setup.session = session;
-    auto started = HarnessSandbox::Start(Engine::Get().client(), setup,
-                                         sandbox::testing::TestLogger("stdin"));
+    auto started =
+        HarnessSandbox::Start(Engine::Get().client(), setup, sandbox::testing::TestLogger("stdin"));
     ASSERT_TRUE(started.ok()) << started.error().ToString();
     HarnessSandbox& sandbox = **started;
     if (session) {
@@ -155,8 +155,8 @@ TEST(HarnessSandboxTest, WithoutThePoolOptionStdinIsEofEvenForAnObserverThatAnsw
   const auto instance = sandbox::testing::TestInstanceId("nostdin");
   SandboxSetup setup = MakeSetup(instance, {});
   setup.pool.warm_plot = false;  // interactive_input stays false (the default)
-  auto started = HarnessSandbox::Start(Engine::Get().client(), setup,
-                                       sandbox::testing::TestLogger("nostdin"));
+  auto started =
+      HarnessSandbox::Start(Engine::Get().client(), setup, sandbox::testing::TestLogger("nostdin"));
   ASSERT_TRUE(started.ok()) << started.error().ToString();
   exec::CancelToken cancel;
   ScriptedStdin observer({"bob"});

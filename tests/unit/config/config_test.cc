@@ -456,7 +456,8 @@ TEST(ConfigTest, TasksSectionIsReadAndEachBoundChecked) {
     breaks(c.tasks);
     auto refused = Validate(c);
     ASSERT_FALSE(refused.ok()) << field;
-    EXPECT_NE(refused.error().message().find(field), std::string::npos) << refused.error().ToString();
+    EXPECT_NE(refused.error().message().find(field), std::string::npos)
+        << refused.error().ToString();
   }
 }
 
@@ -466,8 +467,9 @@ TEST(ConfigTest, InteractiveInputIsAPoolBoolOffByDefault) {
                                      R"J({"pools": [{"name": "p", "interactive_input": true}]})J"));
   ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
   EXPECT_TRUE(cfg->pools[0].interactive_input);
-  auto wrong = ApplyJson(Config{}, nlohmann::json::parse(
-                                       R"J({"pools": [{"name": "p", "interactive_input": "yes"}]})J"));
+  auto wrong = ApplyJson(
+      Config{},
+      nlohmann::json::parse(R"J({"pools": [{"name": "p", "interactive_input": "yes"}]})J"));
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.error().message().find("pools[0].interactive_input"), std::string::npos);
 }

@@ -359,8 +359,9 @@ FakeService::Behaviour AskOnce() {
 TEST_F(DispatcherTasksTest, StdinOfATaskRunIsAFormTheClientAnswersWithTasksUpdate) {
   service_.SetBehaviour(AskOnce());
   const json forms = {{"elicitation", json::object()}};
-  json created = Handle(Modern(
-      1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "input()"}}}}, true, forms));
+  json created =
+      Handle(Modern(1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "input()"}}}},
+                    true, forms));
   const std::string id = created["result"]["taskId"];
   ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "input_required"; }));
   json ask = Get(id)["result"]["inputRequests"]["stdin-1"];
@@ -368,20 +369,22 @@ TEST_F(DispatcherTasksTest, StdinOfATaskRunIsAFormTheClientAnswersWithTasksUpdat
   EXPECT_EQ(ask["params"]["mode"], "form");
   EXPECT_EQ(ask["params"]["message"], "name? ");
   EXPECT_EQ(ask["params"]["requestedSchema"]["required"], json::array({"line"}));
-  Handle(Modern(2, "tasks/update",
-                {{"taskId", id},
-                 {"inputResponses",
-                  {{"stdin-1", {{"action", "accept"}, {"content", {{"line", "bob"}}}}}}}}));
+  Handle(Modern(
+      2, "tasks/update",
+      {{"taskId", id},
+       {"inputResponses", {{"stdin-1", {{"action", "accept"}, {"content", {{"line", "bob"}}}}}}}}));
   ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "completed"; }));
   EXPECT_EQ(Get(id)["result"]["result"]["structuredContent"]["stdout"], "bob");
 
   // A declined form is EOF.
-  created = Handle(Modern(
-      3, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "input()"}}}}, true, forms));
+  created =
+      Handle(Modern(3, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "input()"}}}},
+                    true, forms));
   const std::string declined = created["result"]["taskId"];
   ASSERT_TRUE(Eventually([&] { return Get(declined)["result"]["status"] == "input_required"; }));
-  Handle(Modern(4, "tasks/update",
-                {{"taskId", declined}, {"inputResponses", {{"stdin-1", {{"action", "decline"}}}}}}));
+  Handle(
+      Modern(4, "tasks/update",
+             {{"taskId", declined}, {"inputResponses", {{"stdin-1", {{"action", "decline"}}}}}}));
   ASSERT_TRUE(Eventually([&] { return Get(declined)["result"]["status"] == "completed"; }));
   EXPECT_EQ(Get(declined)["result"]["result"]["structuredContent"]["stdout"], "EOF");
 }
@@ -389,7 +392,8 @@ TEST_F(DispatcherTasksTest, StdinOfATaskRunIsAFormTheClientAnswersWithTasksUpdat
 TEST_F(DispatcherTasksTest, StdinIsNotAskedOfClientsThatCannotAnswer) {
   service_.SetBehaviour(AskOnce());
   // No elicitation capability, or only URL mode: the run reads EOF without asking.
-  for (const json& capabilities : {json::object(), json{{"elicitation", {{"url", json::object()}}}}}) {
+  for (const json& capabilities :
+       {json::object(), json{{"elicitation", {{"url", json::object()}}}}}) {
     json created =
         Handle(Modern(1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}},
                       true, capabilities));
@@ -398,9 +402,9 @@ TEST_F(DispatcherTasksTest, StdinIsNotAskedOfClientsThatCannotAnswer) {
     EXPECT_EQ(Get(id)["result"]["result"]["structuredContent"]["stdout"], "not asked");
   }
   // Outside a task (the call answers in its request) nothing waits for a client either.
-  json inline_call = Handle(Modern(
-      2, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}}, false,
-      {{"elicitation", json::object()}}));
+  json inline_call =
+      Handle(Modern(2, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}},
+                    false, {{"elicitation", json::object()}}));
   EXPECT_EQ(inline_call["result"]["structuredContent"]["stdout"], "not asked");
 }
 
