@@ -138,7 +138,9 @@ def _forker_spawn(fs, isolate, children):
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
                      req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
                      mpl_seed=fs.mpl_seed)
-    pid = os.fork()
+    # I runs harness code only, on one thread: CPython's at-fork work is not needed there (the
+    # run process U, forked by I, gets it from os.fork).
+    pid = fs.kernel.fork_bare()
     if pid == 0:
         try:
             os.close(fs.sock_fd)

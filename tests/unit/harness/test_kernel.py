@@ -47,3 +47,26 @@ class RlimitTest(unittest.TestCase):
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         self.assertEqual(status, 0)
+
+
+class ForkBareTest(unittest.TestCase):
+    """Kernel.fork_bare: a libc fork without CPython's at-fork hooks (the run's intermediate)."""
+
+    def test_child_runs_python_and_skips_the_hooks(self):
+        ran = []
+        os.register_at_fork(after_in_child=lambda: ran.append("hook"))
+        r, w = os.pipe()
+        pid = kernel.Kernel().fork_bare()
+        if pid == 0:
+            try:
+                os.close(r)
+                os.write(w, ("%d %d" % (os.getppid(), len(ran))).encode())
+            finally:
+                os._exit(7)
+        os.close(w)
+        data = os.read(r, 64)
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(data, ("%d 0" % os.getpid()).encode())  # ran Python, no hook ran
+        self.assertTrue(os.WIFEXITED(status))
+        self.assertEqual(os.WEXITSTATUS(status), 7)
