@@ -65,6 +65,12 @@ class Kernel:
         libc.fork.argtypes = []
         libc.fork.restype = ctypes.c_int
         self.libc = libc
+        # Read once here, not in every run's intermediate (drop_capabilities).
+        try:
+            with open("/proc/sys/kernel/cap_last_cap") as f:
+                self.cap_last = int(f.read())
+        except (OSError, ValueError):
+            self.cap_last = 63
 
     @staticmethod
     def _check(rc, what):
@@ -86,14 +92,10 @@ class Kernel:
 
     def drop_capabilities(self):
         """Empties the bounding, ambient, effective, permitted and inheritable sets."""
-        try:
-            with open("/proc/sys/kernel/cap_last_cap") as f:
-                last = int(f.read())
-        except (OSError, ValueError):
-            last = 63
-        for cap in range(last + 1):
-            if self.libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
-                self.prctl(PR_CAPBSET_DROP, cap, what="PR_CAPBSET_DROP %d" % cap)
+        prctl = self.libc.prctl
+        for cap in range(self.cap_last + 1):
+            if prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 and prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                self._check(-1, "PR_CAPBSET_DROP %d" % cap)
         self.libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on old kernels
         hdr = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
         data = (_CapData * 2)()
