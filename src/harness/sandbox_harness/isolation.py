@@ -8,6 +8,7 @@ process U, and reports their fates to the zygote (docs/harness-protocol.md, "Iso
      └─ run (U)         PID 2: waits for the request, then rlimits, seccomp, user code
 """
 
+import _signal
 import os
 import signal
 
@@ -83,8 +84,8 @@ def intermediate(spec):
 
 def handled_signals():
     """The signals with a Python handler here (SIGINT's KeyboardInterrupt, any a preloaded module
-    set). The forker finds them once; each run's I resets only these for G (_spawn_init), not
-    every signal through the enum-wrapping signal functions (~120 copy-on-write faults a run)."""
+    set), as numbers. The forker finds them once; each run's I resets only these for G
+    (_spawn_init), not every signal through the enum-wrapping signal functions."""
     out = []
     for sig in signal.valid_signals():
         try:
@@ -92,7 +93,7 @@ def handled_signals():
         except (OSError, ValueError):
             continue
         if callable(h):
-            out.append(sig)
+            out.append(int(sig))
     return out
 
 
@@ -101,18 +102,19 @@ def _spawn_init(k, handled=None):
     signal dispositions: no handler (the kernel drops every signal without one that a process
     of the namespace sends its init, so nothing in the run can stop it or make it run code)
     and SIGCHLD ignored (orphans of the run are reaped by the kernel). I's own are restored.
-    handled: the signals with a Python handler (handled_signals(), found now if None)."""
+    handled: the signals with a Python handler (handled_signals(), found now if None). The C
+    module _signal is used directly: signal.signal's enum conversions cost ~30 page faults."""
     if handled is None:
         handled = handled_signals()
     saved = []
     try:
-        saved.append((signal.SIGCHLD, signal.signal(signal.SIGCHLD, signal.SIG_IGN)))
+        saved.append((_signal.SIGCHLD, _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)))
         for sig in handled:
-            saved.append((sig, signal.signal(sig, signal.SIG_DFL)))
+            saved.append((sig, _signal.signal(sig, _signal.SIG_DFL)))
         return k.spawn_sleeper()
     finally:
         for sig, h in saved:
-            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+            _signal.signal(sig, h if h is not None else _signal.SIG_DFL)
 
 
 def _reap_run(st_w, gpid, upid):

@@ -65,6 +65,13 @@ class Kernel:
         libc.fork.argtypes = []
         libc.fork.restype = ctypes.c_int
         self.libc = libc
+        self._pause = ctypes.cast(libc.pause, ctypes.c_void_p)
+        # One sleeper stack, made here in the zygote before any fork: the first sleeper of each
+        # forked process (I's init G, U's exit sleeper) runs on that process's copy of it, so it
+        # copies the page or two pause() touches instead of zeroing 64 KiB of new heap (some 50
+        # copy-on-write faults per process).
+        self._stack = ctypes.create_string_buffer(SLEEPER_STACK)
+        self._stack_pid = None  # the process whose sleeper runs on self._stack
         # Read once here, not in every run's intermediate (drop_capabilities).
         try:
             with open("/proc/sys/kernel/cap_last_cap") as f:
@@ -122,11 +129,14 @@ class Kernel:
         for a Python init, and tearing them down again, cost a few ms of CPU per run. The
         caller sets its signal dispositions first (none may run a handler; SIGCHLD ignored,
         so the kernel reaps the orphans it inherits). Returns its pid."""
-        stack = ctypes.create_string_buffer(SLEEPER_STACK)
-        _SLEEPER_STACKS.append(stack)  # pause() sits on it until the child dies: never freed
+        if self._stack_pid != os.getpid():
+            self._stack_pid = os.getpid()
+            stack = self._stack
+        else:  # a second sleeper of this process (tests): a stack of its own
+            stack = ctypes.create_string_buffer(SLEEPER_STACK)
+            _SLEEPER_STACKS.append(stack)  # pause() sits on it until the child dies: never freed
         top = (ctypes.addressof(stack) + SLEEPER_STACK - 64) & ~15
-        pid = self.libc.clone(ctypes.cast(self.libc.pause, ctypes.c_void_p), top,
-                              CLONE_VM | CLONE_FILES | signal.SIGCHLD, None)
+        pid = self.libc.clone(self._pause, top, CLONE_VM | CLONE_FILES | signal.SIGCHLD, None)
         if pid < 0:
             err = ctypes.get_errno()
             raise OSError(err, "clone: %s" % os.strerror(err))
