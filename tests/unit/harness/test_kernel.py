@@ -70,3 +70,26 @@ class ForkBareTest(unittest.TestCase):
         self.assertEqual(data, ("%d 0" % os.getpid()).encode())  # ran Python, no hook ran
         self.assertTrue(os.WIFEXITED(status))
         self.assertEqual(os.WEXITSTATUS(status), 7)
+
+
+class SeccompProgramTest(unittest.TestCase):
+    def test_built_once_per_filter(self):
+        k = kernel.Kernel()
+        bpf = b"\x06\x00\x00\x00\x00\x00\xff\x7f"  # ret ALLOW
+        first = k.seccomp_program(bpf)
+        self.assertEqual(k.seccomp_program(bpf), first)  # the zygote's, reused by each run
+        other = bytes(bytearray(bpf))
+        self.assertIsNot(other, bpf)
+        self.assertNotEqual(k.seccomp_program(other), 0)  # another filter: built anew
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the filter loads (ALLOW: the child still runs)
+            try:
+                k.install_seccomp(other)
+                os.write(w, b"ok")
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(os.read(r, 8), b"ok")
+        os.close(r)
+        os.waitpid(pid, 0)
