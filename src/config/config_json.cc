@@ -65,6 +65,7 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   SANDBOX_RETURN_IF_ERROR(r.Read("skip_preload_when_queued", pool.skip_preload_when_queued));
   pool.refill_after_run = pool.mode == PoolMode::kFresh;
   SANDBOX_RETURN_IF_ERROR(r.Read("refill_after_run", pool.refill_after_run));
+  SANDBOX_RETURN_IF_ERROR(r.Read("interactive_input", pool.interactive_input));
   SANDBOX_RETURN_IF_ERROR(r.Read("min_idle", pool.min_idle));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_total", pool.max_total));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_concurrent_starts", pool.max_concurrent_starts));
@@ -134,6 +135,18 @@ Status ApplySessions(const json& doc, const std::string& path, SessionConfig& se
   SANDBOX_RETURN_IF_ERROR(r.Read("max_upload_bytes", sessions.max_upload_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("busy_wait_ms", sessions.busy_wait));
   SANDBOX_RETURN_IF_ERROR(r.Read("restart_grace_s", sessions.restart_grace));
+  return r.RejectUnknown();
+}
+
+Status ApplyTasks(const json& doc, const std::string& path, TasksConfig& tasks) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("ttl_s", tasks.ttl));
+  SANDBOX_RETURN_IF_ERROR(r.Read("poll_interval_ms", tasks.poll_interval));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_running_per_principal", tasks.max_running_per_principal));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_per_principal", tasks.max_per_principal));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_running", tasks.max_running));
+  SANDBOX_RETURN_IF_ERROR(r.Read("live_output_bytes", tasks.live_output_bytes));
   return r.RejectUnknown();
 }
 
@@ -211,6 +224,9 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("sessions", [&](const json& v, const std::string& p) {
     return ApplySessions(v, p, base.sessions);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("tasks", [&](const json& v, const std::string& p) {
+    return ApplyTasks(v, p, base.tasks);
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("per_principal", [&](const json& v, const std::string& p) {
     return ApplyPerPrincipal(v, p, base.per_principal);

@@ -203,6 +203,19 @@ Status Validate(const Config& config) {
   if (ss.restart_grace.count() < 0 || ss.restart_grace > std::chrono::hours(24)) {
     return Invalid("sessions.restart_grace_s", "must be between 0 (off) and 86400");
   }
+  const auto& t = config.tasks;
+  if (t.ttl.count() < 1 || t.ttl > std::chrono::hours(24 * 7)) {
+    return Invalid("tasks.ttl_s", "must be between 1 and 604800 (a week)");
+  }
+  if (t.poll_interval.count() < 1) return Invalid("tasks.poll_interval_ms", "must be positive");
+  if (t.max_running < 1) return Invalid("tasks.max_running", "must be at least 1");
+  if (t.max_running_per_principal < 1 || t.max_running_per_principal > t.max_running) {
+    return Invalid("tasks.max_running_per_principal", "must be between 1 and tasks.max_running");
+  }
+  if (t.max_per_principal < t.max_running_per_principal) {
+    return Invalid("tasks.max_per_principal", "must be at least tasks.max_running_per_principal");
+  }
+  if (t.live_output_bytes < 1024) return Invalid("tasks.live_output_bytes", "must be at least 1024");
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");

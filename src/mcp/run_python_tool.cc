@@ -7,6 +7,7 @@
 #include "sandbox/core/base64.h"
 #include "sandbox/mcp/random_id.h"
 #include "sandbox/mcp/run_result_format.h"
+#include "sandbox/mcp/task_stdin.h"
 #include "tool_args.h"
 
 namespace sandbox::mcp {
@@ -236,9 +237,16 @@ Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
   call->request.principal = context.principal;
   const std::string run_id = RandomHexId(8);
   OutputRelay relay(context.notifier, options_.relay);
+  // A task whose client answers forms may ask it for stdin (where the pool allows it).
+  std::optional<TaskStdin> stdin_bridge;
+  if (context.task != nullptr && TaskStdin::ClientCanAnswer(context.meta)) {
+    stdin_bridge.emplace(relay, *context.task);
+  }
+  exec::RunObserver& observer =
+      stdin_bridge ? static_cast<exec::RunObserver&>(*stdin_bridge) : relay;
   auto result = call->session_id ? sessions_->Run(context.principal, *call->session_id,
-                                                  call->request, relay, context.cancel)
-                                 : service_.Run(call->request, relay, context.cancel);
+                                                  call->request, observer, context.cancel)
+                                 : service_.Run(call->request, observer, context.cancel);
   relay.Finish();
   if (!result.ok()) {
     if (result.error().code() == ErrorCode::kInvalidArgument) return result.error();

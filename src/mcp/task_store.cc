@@ -95,21 +95,52 @@ json Task::AwaitInput(const json& requests, std::chrono::milliseconds wait) {
   return out;
 }
 
+void Task::AskInput(const std::string& key, json request, AnswerCallback on_answer) {
+  {
+    std::lock_guard lock(mu_);
+    const bool open = status_ == TaskStatus::kWorking || status_ == TaskStatus::kInputRequired;
+    if (open && !pending_.contains(key) && !answers_.contains(key) && !askers_.contains(key)) {
+      pending_[key] = std::move(request);
+      askers_[key] = std::move(on_answer);
+      status_ = TaskStatus::kInputRequired;
+      Touch();
+      changed_.notify_all();
+      return;
+    }
+  }
+  on_answer(json());
+}
+
+std::vector<Task::AnswerCallback> Task::TakeAskersLocked() {
+  std::vector<AnswerCallback> out;
+  for (auto& [key, callback] : askers_) {
+    pending_.erase(key);
+    out.push_back(std::move(callback));
+  }
+  askers_.clear();
+  return out;
+}
+
 void Task::End(TaskStatus status, json payload) {
-  std::lock_guard lock(mu_);
-  if (status_ == TaskStatus::kCompleted || status_ == TaskStatus::kCancelled ||
-      status_ == TaskStatus::kFailed) {
-    return;
+  std::vector<AnswerCallback> unanswered;
+  {
+    std::lock_guard lock(mu_);
+    if (status_ == TaskStatus::kCompleted || status_ == TaskStatus::kCancelled ||
+        status_ == TaskStatus::kFailed) {
+      return;
+    }
+    unanswered = TakeAskersLocked();
+    pending_ = json::object();
+    if (cancel_requested_) {
+      status_ = TaskStatus::kCancelled;
+    } else {
+      status_ = status;
+      (status == TaskStatus::kFailed ? error_ : result_) = std::move(payload);
+    }
+    Touch();
+    changed_.notify_all();
   }
-  pending_ = json::object();
-  if (cancel_requested_) {
-    status_ = TaskStatus::kCancelled;
-  } else {
-    status_ = status;
-    (status == TaskStatus::kFailed ? error_ : result_) = std::move(payload);
-  }
-  Touch();
-  changed_.notify_all();
+  for (auto& callback : unanswered) callback(json());
 }
 
 void Task::Finish(json result) { End(TaskStatus::kCompleted, std::move(result)); }
@@ -118,18 +149,27 @@ void Task::Fail(json error) { End(TaskStatus::kFailed, std::move(error)); }
 
 void Task::Answer(const json& responses) {
   if (!responses.is_object()) return;
-  std::lock_guard lock(mu_);
-  bool any = false;
-  for (const auto& [key, response] : responses.items()) {
-    if (!pending_.contains(key)) continue;  // unknown or answered already: ignored
-    answers_[key] = response;
-    pending_.erase(key);
-    any = true;
+  std::vector<std::pair<AnswerCallback, json>> answered;  // AskInput's, run outside the lock
+  {
+    std::lock_guard lock(mu_);
+    bool any = false;
+    for (const auto& [key, response] : responses.items()) {
+      if (!pending_.contains(key)) continue;  // unknown or answered already: ignored
+      pending_.erase(key);
+      any = true;
+      if (auto asker = askers_.find(key); asker != askers_.end()) {
+        answered.emplace_back(std::move(asker->second), response);
+        askers_.erase(asker);
+      } else {
+        answers_[key] = response;
+      }
+    }
+    if (!any) return;
+    if (pending_.empty() && status_ == TaskStatus::kInputRequired) status_ = TaskStatus::kWorking;
+    Touch();
+    changed_.notify_all();
   }
-  if (!any) return;
-  if (pending_.empty() && status_ == TaskStatus::kInputRequired) status_ = TaskStatus::kWorking;
-  Touch();
-  changed_.notify_all();
+  for (auto& [callback, response] : answered) callback(response);
 }
 
 void Task::RequestCancel() {

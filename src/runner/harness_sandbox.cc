@@ -31,6 +31,8 @@ constexpr std::size_t kStderrTailBytes = 4096;
 // bytes each, plus its marker); the server's own bound on top.
 constexpr std::size_t kMaxValueBytes =
     static_cast<std::size_t>(kResultLimits.value_max_chars) * 4 + 64;
+// The prompt of an input() ask (the harness cuts it at 4096 characters).
+constexpr std::size_t kMaxPromptBytes = 4096 * 4;
 // How often a run's read loop looks at cancellation and its deadline while output is quiet.
 constexpr auto kPollSlice = std::chrono::milliseconds(200);
 // A cancel the harness has not answered after this is re-sent once, then the container killed.
@@ -88,6 +90,7 @@ json HarnessConfig(const SandboxSetup& setup) {
        setup.run_filter_bpf.empty() ? json(nullptr) : json(Base64Encode(setup.run_filter_bpf))},
       // gVisor may not offer user namespaces: fall back to process isolation there, and say so.
       {"isolate", pool.runtime == "runsc" ? json("auto") : json(true)},
+      {"interactive_input", pool.interactive_input},
       {"workdir", setup.workdir},
       {"tmpfs_size_bytes", pool.limits.tmpfs_bytes},
       {"image",
@@ -104,9 +107,9 @@ json HarnessConfig(const SandboxSetup& setup) {
   return config;
 }
 
-// Connects a run's CancelToken to the sandbox for the duration of the run only: the token
-// may outlive the run (and the sandbox), so its callback reaches the sandbox through this.
-struct HarnessSandbox::CancelLink {
+// Connects a run's CancelToken and its input replies to the sandbox for the duration of the run
+// only: both may outlive the run (and the sandbox), so they reach the sandbox through this.
+struct HarnessSandbox::RunLink {
   std::mutex mu;
   HarnessSandbox* sandbox = nullptr;  // null once the run is over
   std::string run_id;
@@ -547,6 +550,30 @@ bool HarnessSandbox::Prepared() {
   }
 }
 
+void HarnessSandbox::AskObserver(const json& msg, bool interactive,
+                                 const std::shared_ptr<RunLink>& link,
+                                 exec::RunObserver& observer) {
+  const auto seq = JsonInt(msg, "seq");
+  if (!seq) return;
+  exec::InputReply reply = [link, seq = *seq](std::optional<std::string> line) {
+    std::lock_guard lock(link->mu);
+    if (link->sandbox == nullptr) return;  // the run is over
+    (void)link->sandbox->SendJson(json{{"op", "input_reply"},
+                                       {"id", link->run_id},
+                                       {"seq", seq},
+                                       {"line", line ? json(*line) : json(nullptr)}},
+                                  docker::DeadlineAfter(std::chrono::seconds(2)));
+  };
+  if (!interactive) {
+    reply(std::nullopt);  // the harness only asks in interactive runs; answer anyway
+    return;
+  }
+  exec::InputRequest request;
+  request.seq = static_cast<int>(*seq);
+  request.prompt = CutText(JsonString(msg, "prompt"), kMaxPromptBytes);
+  observer.OnInputRequest(request, std::move(reply));
+}
+
 exec::RunResult HarnessSandbox::Run(const std::string& code,
                                     const std::vector<exec::InputFile>& files,
                                     const RunLimits& limits, exec::RunObserver& observer,
@@ -567,11 +594,13 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   for (const auto& f : files) {
     file_list.push_back({{"path", f.path}, {"content_b64", Base64Encode(f.content)}});
   }
+  const bool interactive = setup_.pool.interactive_input && observer.AnswersInput();
   json op = {{"op", "run"},
              {"id", run_id},
              {"code", code},
              {"files", file_list},
-             {"limits", HarnessLimits(limits)}};
+             {"limits", HarnessLimits(limits)},
+             {"stdin", interactive ? "interactive" : "eof"}};
   const auto start = Clock::now();
   const auto timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(limits.timeout_s * 1000)));
@@ -582,7 +611,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
                 "the sandbox did not accept the run: " + sent.error().message());
   }
 
-  auto link = std::make_shared<CancelLink>();
+  auto link = std::make_shared<RunLink>();
   link->sandbox = this;
   link->run_id = run_id;
   cancel.OnCancel([link] {
@@ -595,7 +624,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   });
   // Whatever happens below, the token must not reach this sandbox after the run.
   struct Unlink {
-    std::shared_ptr<CancelLink> link;
+    std::shared_ptr<RunLink> link;
     ~Unlink() {
       std::lock_guard lock(link->mu);
       link->sandbox = nullptr;
@@ -677,6 +706,8 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
     if (JsonString(msg, "id") != run_id) continue;  // a stale event of an earlier run
     if (ev == "started") {
       observer.OnStarted();
+    } else if (ev == "input_request") {
+      AskObserver(msg, interactive, link, observer);
     } else if (ev == "image") {
       // Checked again here (the zygote checked the run's record): bounds of the pool's output.
       const auto width = JsonInt(msg, "width").value_or(0);

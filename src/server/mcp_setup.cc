@@ -42,6 +42,18 @@ mcp::SessionToolOptions SessionToolOptionsOf(const config::Config& config) {
 
 }  // namespace
 
+mcp::TaskOptions TaskOptionsOf(const config::Config& config) {
+  const config::TasksConfig& t = config.tasks;
+  mcp::TaskOptions options;
+  options.ttl = t.ttl;
+  options.poll_interval = t.poll_interval;
+  options.max_running_per_principal = static_cast<std::size_t>(t.max_running_per_principal);
+  options.max_per_principal = static_cast<std::size_t>(t.max_per_principal);
+  options.max_running = static_cast<std::size_t>(t.max_running);
+  options.live_output_bytes = static_cast<std::size_t>(t.live_output_bytes);
+  return options;
+}
+
 mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
                                exec::SessionService* sessions, bool conformance_fixtures,
                                mcp::TaskStore* tasks,

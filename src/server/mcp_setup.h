@@ -10,8 +10,12 @@
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/dispatcher.h"
+#include "sandbox/mcp/task_store.h"
 
 namespace sandbox::server {
+
+// The task store's options from config.tasks.
+mcp::TaskOptions TaskOptionsOf(const config::Config& config);
 
 // run_python and sandbox_info; with `sessions` (null: sessions disabled) the session tools and
 // resources too; with `conformance_fixtures` the conformance suite's test tools.

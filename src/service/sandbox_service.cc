@@ -66,6 +66,11 @@ class RelayObserver final : public exec::RunObserver {
     delivered_ = true;
     target_.OnFile(file);
   }
+  bool AnswersInput() const override { return target_.AnswersInput(); }
+  void OnInputRequest(const exec::InputRequest& request, exec::InputReply reply) override {
+    delivered_ = true;
+    target_.OnInputRequest(request, std::move(reply));
+  }
   bool delivered() const { return delivered_; }
 
  private:

@@ -101,6 +101,10 @@ struct PoolConfig {
   // min_idle while one more stays idle, so a replacement starts when its run ends, not when it
   // is lent, and its boot does not slow that run down (pool::PoolOptions::refill_after_run).
   bool refill_after_run = false;
+  // Code that reads stdin (input()) in a run whose caller can answer (an MCP task whose client
+  // declared elicitation) pauses and asks for the line; every other run reads EOF. Off: every
+  // run reads EOF, and the harness creates no stdin channel.
+  bool interactive_input = false;
   int min_idle = 2;                                  // containers kept warm and waiting
   int max_total = 8;                                 // containers at most, busy + idle + starting
   int max_concurrent_starts = 2;                     // container starts in flight at once
@@ -212,9 +216,22 @@ struct SessionConfig {
   bool operator==(const SessionConfig&) const = default;
 };
 
+// MCP tasks (the tasks extension of 2026-07-28): run_python calls that outlive their request.
+struct TasksConfig {
+  std::chrono::seconds ttl{3600};                 // readable this long after creation (ttlMs)
+  std::chrono::milliseconds poll_interval{1000};  // the pollIntervalMs suggested to clients
+  int max_running_per_principal = 8;              // working or waiting for input, per token
+  int max_per_principal = 100;                    // kept per token, finished ones included
+  int max_running = 64;                           // running in the server (a thread each)
+  std::int64_t live_output_bytes = 64 << 10;      // tail of a running task's output in tasks/get
+
+  bool operator==(const TasksConfig&) const = default;
+};
+
 struct Config {
   ServerConfig server;
   SessionConfig sessions;
+  TasksConfig tasks;
   PrincipalLimits per_principal;
   DockerConfig docker;
   PolicyConfig policy;

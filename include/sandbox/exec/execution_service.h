@@ -3,7 +3,9 @@
 // tests of the protocol layers use a fake.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +19,16 @@ namespace sandbox::exec {
 // Receives a run's events while it runs. Called from an engine thread, in order, never
 // concurrently for one run; implementations must not block for long (they delay the run's
 // output relay). Output chunks arrive at least every 100 ms while the code writes output.
+// A line the run's code asked for (input(), sys.stdin.readline()): the n-th ask of the run, and
+// the prompt input() printed (empty when the code read stdin without one).
+struct InputRequest {
+  int seq = 0;
+  std::string prompt;
+};
+// Answers one InputRequest with a line, or EOF (nullopt). Callable once, from any thread, at any
+// time; a no-op once the run has ended.
+using InputReply = std::function<void(std::optional<std::string> line)>;
+
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
@@ -24,6 +36,15 @@ class RunObserver {
   virtual void OnOutput(Stream /*stream*/, std::string_view /*bytes*/) {}
   virtual void OnImage(const Image& /*image*/) {}
   virtual void OnFile(const OutputFile& /*file*/) {}
+  // Whether this observer answers the run's stdin. When it does and the pool allows it (config
+  // pools[].interactive_input), the code's reads of stdin ask OnInputRequest; otherwise they get
+  // EOF at once, as from /dev/null.
+  virtual bool AnswersInput() const { return false; }
+  // Must not wait for the answer: the reply may come later, from another thread, while the run's
+  // wall-time limit keeps counting.
+  virtual void OnInputRequest(const InputRequest& /*request*/, InputReply reply) {
+    reply(std::nullopt);
+  }
 };
 
 // What sandbox_info reports: interpreter, packages, limits and pools. Kept as JSON because it

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sandbox/core/result.h"
 #include "sandbox/exec/cancel_token.h"
@@ -66,6 +67,12 @@ class Task {
   // until every key of `requests` is answered, the task is cancelled or `wait` passes. Returns the
   // answers by key; a key left unanswered is missing from it.
   nlohmann::json AwaitInput(const nlohmann::json& requests, std::chrono::milliseconds wait);
+  // Asks the client for `key` (input_required) without waiting: `on_answer` gets the client's
+  // answer once tasks/update brings it, or null when the task ends first. It runs once, on the
+  // answering (or ending) thread, outside the task's lock. A key already asked is refused
+  // (on_answer gets null at once).
+  void AskInput(const std::string& key, nlohmann::json request,
+                std::function<void(const nlohmann::json& answer)> on_answer);
   // The run ended with a CallToolResult (isError or not): completed, or cancelled when a cancel
   // was asked for first.
   void Finish(nlohmann::json result);
@@ -92,6 +99,9 @@ class Task {
   nlohmann::json SummaryLocked() const;
   void Touch();
   void End(TaskStatus status, nlohmann::json payload);
+  using AnswerCallback = std::function<void(const nlohmann::json& answer)>;
+  // The callbacks of every ask still open, emptied (to run outside the lock with null).
+  std::vector<AnswerCallback> TakeAskersLocked();
 
   const std::string id_;
   const std::string principal_;
@@ -105,6 +115,7 @@ class Task {
   std::chrono::system_clock::time_point updated_;
   nlohmann::json pending_ = nlohmann::json::object();  // inputRequests not answered yet
   nlohmann::json answers_ = nlohmann::json::object();  // answered, not yet taken by the run
+  std::map<std::string, AnswerCallback> askers_;       // AskInput's keys still pending
   nlohmann::json result_;                              // completed: the CallToolResult
   nlohmann::json error_;                               // failed: {code, message}
   std::string output_;                                 // tail of the run's output

@@ -29,7 +29,7 @@ namespace sandbox::runner {
 
 // The harness protocol version this server speaks (docs/harness-protocol.md, ready.protocol);
 // an adopted session container's harness, sent by an earlier server, must speak it too.
-inline constexpr int kHarnessProtocol = 3;
+inline constexpr int kHarnessProtocol = 4;
 
 // Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
 struct SandboxSetup {
@@ -135,7 +135,7 @@ class HarnessSandbox final : public Sandbox {
   const std::string& session_id() const override { return session_id_; }
 
  private:
-  struct CancelLink;
+  struct RunLink;
 
   HarnessSandbox(const SandboxSetup& setup, ContainerHandle container,
                  std::unique_ptr<docker::AttachedStream> stream,
@@ -159,6 +159,10 @@ class HarnessSandbox final : public Sandbox {
   void NoteHarnessStderr(std::string_view bytes);
   std::string StderrTail() const;
   void MarkBroken(const std::string& why);
+  // An `input_request` of the run behind `link`: asks the observer when the run is interactive
+  // (answers EOF otherwise); the reply goes through the link, so one after the run goes nowhere.
+  static void AskObserver(const nlohmann::json& msg, bool interactive,
+                          const std::shared_ptr<RunLink>& link, exec::RunObserver& observer);
   // Handles a JSON message that may arrive while no run is waiting for it (ready, pong,
   // session_reset). True when it was one of those.
   bool NoteIdleMessage(nlohmann::json& msg);
@@ -168,7 +172,7 @@ class HarnessSandbox final : public Sandbox {
   std::unique_ptr<docker::AttachedStream> stream_;
   std::shared_ptr<spdlog::logger> logger_;
   FrameDecoder decoder_;
-  std::mutex write_mu_;  // the run thread and a cancelling thread both write
+  std::mutex write_mu_;  // the run thread, a cancelling and an answering thread all write
   std::string stderr_tail_;
   std::string stderr_line_;
   nlohmann::json ready_info_;

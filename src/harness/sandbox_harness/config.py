@@ -104,6 +104,10 @@ def parse_config(msg):
     if isolate not in (True, False, "auto"):
         raise ProtocolError("config.isolate must be true, false or \"auto\"")
     cfg["isolate"] = isolate
+    interactive = _get(msg, "interactive_input", REQUIRED, "config")
+    if not isinstance(interactive, bool):
+        raise ProtocolError("config.interactive_input must be a boolean")
+    cfg["interactive_input"] = interactive  # runs get a stdin channel to Z (stdin_bridge)
     workdir = _get(msg, "workdir", REQUIRED, "config")
     if (not isinstance(workdir, str) or not workdir.startswith("/")
             or os.path.normpath(workdir) != workdir or workdir in ("/", "/tmp")

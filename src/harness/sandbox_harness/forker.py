@@ -25,6 +25,7 @@ FORKER_PREPARE_PROCESS = b"p"  # isolate=false: clean up after the last run firs
 FORKER_SWEEP = b"k"  # isolate=false: kill every process but PID 1, Z and F
 FORKER_CLEANUP = b"c"  # isolate=false: sweep and clean /tmp, /dev/shm, /dev/mqueue, the work dir
 FORKER_PIPES = 5  # req_w, out_r, err_r, res_r, st_r: the parent ends passed to Z
+# ... and in_w, the run's stdin channel, when the config has interactive_input
 FORKER_REPLY_MAX = 4096
 
 
@@ -135,9 +136,11 @@ def _forker_spawn(fs, isolate, children):
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
     st_r, st_w = os.pipe()
+    in_r, in_w = os.pipe() if fs.cfg["interactive_input"] else (None, None)
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
                      req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
-                     mpl_seed=fs.mpl_seed, init_signals=getattr(fs, "init_signals", None))
+                     in_r=in_r, mpl_seed=fs.mpl_seed,
+                     init_signals=getattr(fs, "init_signals", None))
     # I runs harness code only, on one thread: CPython's at-fork work is not needed there (the
     # run process U, forked by I, gets it from os.fork).
     pid = fs.kernel.fork_bare()
@@ -148,9 +151,9 @@ def _forker_spawn(fs, isolate, children):
         finally:
             os._exit(EX_INTERNAL)
     children.add(pid)
-    for fd in (req_r, out_w, err_w, res_w, st_w):
+    for fd in spec.child_fds() + [st_w]:
         os.close(fd)
-    return pid, [req_w, out_r, err_r, res_r, st_r]
+    return pid, [req_w, out_r, err_r, res_r, st_r] + ([in_w] if in_w is not None else [])
 
 
 def _forker_main(sock, fs):
@@ -249,10 +252,10 @@ class Forker:
             raise FatalError("the forker failed: %s" % reply.get("error", "wrong descriptors"))
         return reply, fds
 
-    def prepare(self, isolate):
-        """A new run child: (I's pid, [req_w, out_r, err_r, res_r, st_r])."""
+    def prepare(self, isolate, stdin):
+        """A new run child: (I's pid, [req_w, out_r, err_r, res_r, st_r] plus in_w if stdin)."""
         cmd = FORKER_PREPARE_ISOLATED if isolate else FORKER_PREPARE_PROCESS
-        reply, fds = self._command(cmd, FORKER_PIPES)
+        reply, fds = self._command(cmd, FORKER_PIPES + (1 if stdin else 0))
         return int(reply["pid"]), fds
 
     def sweep(self):

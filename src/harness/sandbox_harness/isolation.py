@@ -26,6 +26,11 @@ class ChildSpec:
     def __init__(self, **kw):
         self.__dict__.update(kw)
 
+    def child_fds(self):
+        """The pipe ends the run process U keeps (in_r: its stdin channel, when there is one)."""
+        return [fd for fd in (self.req_r, self.out_w, self.err_w, self.res_w, self.in_r)
+                if fd is not None]
+
 
 def intermediate(spec):
     """I: isolates (namespaces, mounts, caps), creates the init G and the run process U, reports
@@ -39,7 +44,7 @@ def intermediate(spec):
         devnull = os.open("/dev/null", os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
-        close_fds_except({0, 1, 2, st_w, spec.req_r, spec.out_w, spec.err_w, spec.res_w})
+        close_fds_except({0, 1, 2, st_w} | set(spec.child_fds()))
         # The zygote is non-dumpable, so its fork's /proc/self files belong to root: become
         # dumpable while writing them (oom_score_adj, uid_map), non-dumpable again below.
         k.prctl(PR_SET_DUMPABLE, 1, what="PR_SET_DUMPABLE")
@@ -54,7 +59,7 @@ def intermediate(spec):
             if gpid == 0:
                 _init(spec)
             send_record(st_w, {"t": "pid", "pid": gpid})
-            for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
+            for fd in spec.child_fds():
                 os.close(fd)
             _, status = os.waitpid(gpid, 0)
             send_record(st_w, {"t": "gstatus", "status": status})
@@ -70,7 +75,7 @@ def intermediate(spec):
             raise
         if upid == 0:
             run_process(spec)
-        for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
+        for fd in spec.child_fds():
             os.close(fd)
         _reap_run(st_w, gpid, upid)
         os._exit(0)
@@ -185,7 +190,7 @@ def _init(spec):
         upid = os.fork()
         if upid == 0:
             run_process(spec)
-        for fd in (spec.req_r, spec.out_w, spec.err_w, spec.res_w):
+        for fd in spec.child_fds():
             os.close(fd)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                     signal.SIGUSR2):

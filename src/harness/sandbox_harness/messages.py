@@ -31,7 +31,13 @@ def parse_run(msg, cfg):
     if not isinstance(files, list):
         raise ProtocolError("run.files must be a list")
     limits = parse_limits(dict_field(msg, "limits", "run", required=False), cfg["limits"], "run.limits")
-    return {"id": rid, "code": code, "argv": argv, "files": files, "limits": limits}
+    stdin = msg.get("stdin", "eof")
+    if stdin not in ("eof", "interactive"):
+        raise ProtocolError("run.stdin must be \"eof\" or \"interactive\"")
+    if not cfg.get("interactive_input"):
+        stdin = "eof"  # no stdin channel in this container: EOF, as before protocol v4
+    return {"id": rid, "code": code, "argv": argv, "files": files, "limits": limits,
+            "stdin": stdin}
 
 
 def validate_rel_path(path):

@@ -175,6 +175,8 @@ class Relay:
                     log("cancel for %r while %r is in progress: ignored" % (msg.get("id"), state.rid))
             elif op == "exit":
                 self.exit_requested = True
+            elif op == "input_reply":
+                self.handle_input_reply(state if run else None, msg)
             elif op == "session":
                 self.handle_session_op(msg)  # a protocol error outside session mode
             elif op == "resume" and self.session:

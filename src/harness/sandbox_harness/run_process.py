@@ -17,6 +17,7 @@ from .kernel import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, apply_rlimits, narrow
 from .messages import validate_rel_path
 from .osutil import close_fds_except, flush_stdio, fresh_stdio, read_all, write_all
 from .session_process import session_serve
+from .stdin_bridge import install as install_stdin
 from .tracebacks import CELL_FILENAME
 from .wire import encode_json_frame, send_record
 from .workdir import collect_files, write_inputs
@@ -39,7 +40,7 @@ def run_process(spec):
         os.dup2(devnull, 0)
         os.dup2(spec.out_w, 1)
         os.dup2(spec.err_w, 2)
-        close_fds_except({0, 1, 2, spec.req_r, res_w})
+        close_fds_except({0, 1, 2, spec.req_r, res_w, spec.in_r} - {None})
         prepared = prepare_run(spec)
         send_record(res_w, {"t": "waiting"})
         if spec.cfg["mode"] == "session":
@@ -121,6 +122,8 @@ def run_request(req, spec, prepared):
     spec.kernel.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
     if cfg["seccomp_bpf"] is not None:
         spec.kernel.install_seccomp(cfg["seccomp_bpf"])
+    if req.get("stdin") == "interactive" and spec.in_r is not None:
+        install_stdin(sender, spec.in_r)
     # -- nothing but the user's code and the collection of its results after this point --
     sender.send({"t": "started"})
     run_pid = os.getpid()

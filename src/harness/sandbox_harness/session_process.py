@@ -10,6 +10,7 @@ from .cells import run_cell
 from .fileops import FileOpError, delete_file, get_file, list_files, put_files
 from .kernel import PR_SET_NO_NEW_PRIVS, apply_rlimits, narrowed_memory, relax_data_limit
 from .osutil import flush_stdio
+from .stdin_bridge import install as install_stdin
 from .tracebacks import CELL_FILENAME, CellSources
 from .wire import read_request
 from .workdir import changed_files, send_files, snapshot_files, walk_regular_files
@@ -98,6 +99,9 @@ def _session_cell(req, spec, prepared, ctx):
         except (OSError, ValueError):
             pass  # the code lowered the hard limit itself
     usage0 = _self_usage()
+    restore_stdin = None
+    if req.get("stdin") == "interactive" and spec.in_r is not None:
+        restore_stdin = install_stdin(sender, spec.in_r)  # for this cell only
     sender.send({"t": "started"})
     run_pid = os.getpid()
     status, value, tb, memory_error = run_cell(req["code"], main_mod.__dict__,
@@ -106,6 +110,8 @@ def _session_cell(req, spec, prepared, ctx):
     flush_stdio()
     if os.getpid() != run_pid:
         os._exit(status)  # a process the cell forked reached the cell's end: it exits like Python
+    if restore_stdin is not None:
+        restore_stdin()
     try:
         capture.capture_all()
     except BaseException as e:  # noqa: B902

@@ -8,7 +8,7 @@ import struct
 from .errors import ProtocolError
 from .osutil import write_all
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4  # 4: interactive stdin (input_request, input_reply)
 
 KIND_JSON = b"J"
 KIND_STDOUT = b"1"

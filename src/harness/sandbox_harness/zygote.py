@@ -35,12 +35,13 @@ from .osutil import flush_stdio, log
 from .relay import Relay
 from .wire import PROTOCOL_VERSION
 from .zygote_children import Children
+from .zygote_input import Input
 from .zygote_records import Records
 from .zygote_runs import Runs
 from .zygote_session import ZygoteSession
 
 
-class Zygote(Children, Relay, Records, Runs, ZygoteSession):
+class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
     """Start-up, the main loop and the messages outside a request."""
 
     def __init__(self, channel, cfg):
@@ -184,6 +185,8 @@ class Zygote(Children, Relay, Records, Runs, ZygoteSession):
                 self.chan.send(self._pong(False))
             elif op == "cancel":
                 log("cancel for %r while idle: ignored" % msg.get("id"))
+            elif op == "input_reply":
+                self.handle_input_reply(None, msg)  # it crossed its run's end
             elif op == "session":
                 self.handle_session_op(msg)
             elif op == "resume":

@@ -17,10 +17,13 @@ from .wire import KIND_JSON, FrameDecoder
 class Prepared:
     """A forked, isolated child waiting for its request."""
 
-    def __init__(self, ipid, req_w, out_r, err_r, res_r, st_r):
+    def __init__(self, ipid, req_w, out_r, err_r, res_r, st_r, in_w=None):
         self.ipid = ipid
         self.gpid = None
         self.req_w, self.out_r, self.err_r, self.res_r, self.st_r = req_w, out_r, err_r, res_r, st_r
+        self.in_w = in_w  # U's stdin channel (interactive_input), never blocking Z
+        if in_w is not None:
+            os.set_blocking(in_w, False)
         self.st_decoder = FrameDecoder(max_payload=1 << 16, kinds=(KIND_JSON,))
         self.reaped = False
         self.res_decoder = None  # U's result records (see watch)
@@ -35,8 +38,8 @@ class Prepared:
         self.limits = None  # the session limits U was initialized with (at its first request)
 
     def fds(self):
-        return [fd for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.st_r)
-                if fd is not None]
+        return [fd for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.st_r,
+                              self.in_w) if fd is not None]
 
     def watch(self, max_record):
         """From its first request on, Z reads U's pipes: all of them open, records decoded."""
@@ -59,8 +62,8 @@ class Children:
         self.forker = Forker.start(fs, close_in_child=(self.chan.in_fd, self.chan.out_fd))
 
     def _spawn(self):
-        ipid, (req_w, out_r, err_r, res_r, st_r) = self.forker.prepare(self.isolate)
-        return Prepared(ipid, req_w, out_r, err_r, res_r, st_r)
+        ipid, fds = self.forker.prepare(self.isolate, self.cfg["interactive_input"])
+        return Prepared(ipid, *fds)
 
     def _await_prepared(self, p, timeout=15.0):
         """Waits for I's `pid` record and U's `waiting` record; returns None or the error."""

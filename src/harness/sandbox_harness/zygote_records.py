@@ -38,6 +38,9 @@ class RunState:
         self.corrupt = None
         self.claimed_failure = None  # U reported a failure after user code ran: an `error`
         self.code_ran_before = False
+        self.stdin_w = None  # U's stdin channel when the run is interactive (zygote_input)
+        self.input_seq = 0  # asks sent to the server
+        self.input_pending = None  # the seq of the ask not answered yet
 
 
 def files_overhead(cfg):
@@ -108,6 +111,8 @@ class Records:
                             "height": h, "data_b64": data})
         elif t == "file":
             self._on_file_piece(state, rec)
+        elif t == "input":
+            self._on_input_ask(state, rec)
         elif t == "result":
             state.result = rec
         elif t == "internal":

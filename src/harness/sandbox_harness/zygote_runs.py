@@ -49,10 +49,13 @@ class Runs:
 
     def _execute(self, p, run, files):
         state = RunState(run["id"], run["limits"])
+        if run["stdin"] == "interactive":
+            state.stdin_w = p.in_w
         limits = run["limits"]
         counters0 = read_memory_counters()
         t0 = time.monotonic()
         payload = encode_json({"code": run["code"], "argv": run["argv"], "limits": limits,
+                               "stdin": run["stdin"],
                                "files": [{"path": path, "content_b64": f["content_b64"]}
                                          for (path, _), f in zip(files, run["files"])]})
         # U reads the whole request before anything else: a blocking write, then EOF.

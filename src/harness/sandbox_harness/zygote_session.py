@@ -155,11 +155,13 @@ class ZygoteSession:
         """A cell in the session's U. Returns True when U ended (the session must be reset)."""
         state = RunState(run["id"], run["limits"])
         state.code_ran_before = p.cells > 0  # U has run user code: none of its records is trusted
+        if run["stdin"] == "interactive":
+            state.stdin_w = p.in_w
         limits = dict(run["limits"], cpu_s=0)  # no RLIMIT_CPU in a session
         self._log_discarded(p)
         counters0 = read_memory_counters()
         t0 = time.monotonic()
-        req = {"t": "run", "code": run["code"], "argv": run["argv"],
+        req = {"t": "run", "code": run["code"], "argv": run["argv"], "stdin": run["stdin"],
                "files": [{"path": path, "content_b64": f["content_b64"]}
                          for (path, _), f in zip(files, run["files"])]}
         answer = self._session_exchange(p, req, t0 + limits["timeout_s"], state, run=True)

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +78,91 @@ TEST(HarnessSandboxTest, PreparedAgainOnceTheHarnessHasForkedTheNextRun) {
     EXPECT_EQ(sandbox.ready_info().value("run_count", -1), run);
     EXPECT_TRUE(sandbox.Reusable());
   }
+  started->reset();
+  EXPECT_TRUE(ContainersOf(instance, /*running_only=*/false).empty());
+}
+
+// Answers the run's stdin asks from another thread, as an MCP task's client does: `lines[i]` for
+// ask i+1 (nullopt: EOF), and keeps the asks and the last reply for the test.
+class ScriptedStdin final : public exec::RunObserver {
+ public:
+  explicit ScriptedStdin(std::vector<std::optional<std::string>> lines)
+      : lines_(std::move(lines)) {}
+  ~ScriptedStdin() override {
+    for (auto& t : threads_) t.join();
+  }
+  bool AnswersInput() const override { return true; }
+  void OnInputRequest(const exec::InputRequest& request, exec::InputReply reply) override {
+    asks.push_back(request);
+    const auto i = static_cast<std::size_t>(request.seq - 1);
+    auto line = i < lines_.size() ? lines_[i] : std::nullopt;
+    last_reply = reply;
+    threads_.emplace_back([reply = std::move(reply), line] {
+      std::this_thread::sleep_for(50ms);  // the run waits: the answer is not in the same call
+      reply(line);
+    });
+  }
+  std::vector<exec::InputRequest> asks;
+  exec::InputReply last_reply;
+
+ private:
+  std::vector<std::optional<std::string>> lines_;
+  std::vector<std::thread> threads_;
+};
+
+TEST(HarnessSandboxTest, InteractiveStdinAsksTheObserverInIsolatedRunsAndSessions) {
+  const auto instance = sandbox::testing::TestInstanceId("stdin");
+  for (const bool session : {false, true}) {
+    SCOPED_TRACE(session ? "session" : "recycle");
+    SandboxSetup setup = MakeSetup(instance, {});
+    setup.pool.warm_plot = false;
+    setup.pool.interactive_input = true;
+    setup.session = session;
+    auto started = HarnessSandbox::Start(Engine::Get().client(), setup,
+                                         sandbox::testing::TestLogger("stdin"));
+    ASSERT_TRUE(started.ok()) << started.error().ToString();
+    HarnessSandbox& sandbox = **started;
+    if (session) {
+      ASSERT_TRUE(sandbox.BeginSession(setup.pool.limits, {}).ok());
+    }
+    const std::string code =
+        "name = input('name? ')\nprint('hi', name)\ntry:\n    input()\nexcept EOFError:\n"
+        "    print('eof')\nimport sys\nprint(repr(sys.stdin.read()))\n";
+    exec::CancelToken cancel;
+    ScriptedStdin observer({"bob", std::nullopt});
+    auto result = sandbox.Run(code, {}, setup.pool.limits, observer, cancel);
+    ASSERT_EQ(result.verdict, exec::Verdict::kOk) << result.detail << result.stderr_text;
+    EXPECT_EQ(result.stdout_text, "name? hi bob\neof\n''\n");  // at EOF for good: no third ask
+    ASSERT_EQ(observer.asks.size(), 2u);
+    EXPECT_EQ(observer.asks[0].seq, 1);
+    EXPECT_EQ(observer.asks[0].prompt, "name? ");
+    EXPECT_EQ(observer.asks[1].prompt, "");
+    // A reply after the run's end goes nowhere, and the sandbox serves the next run.
+    observer.last_reply("late");
+    ASSERT_TRUE(WaitFor([&] { return sandbox.Prepared() || session; }, 60s));
+    NullObserver plain;  // answers nothing: input() reads EOF at once
+    auto next = sandbox.Run("input()", {}, setup.pool.limits, plain, cancel);
+    EXPECT_EQ(next.verdict, exec::Verdict::kError);
+    ASSERT_TRUE(next.traceback.has_value());
+    EXPECT_EQ(next.traceback->type, "EOFError");
+    EXPECT_TRUE(sandbox.Reusable());
+    started->reset();
+  }
+  EXPECT_TRUE(ContainersOf(instance, /*running_only=*/false).empty());
+}
+
+TEST(HarnessSandboxTest, WithoutThePoolOptionStdinIsEofEvenForAnObserverThatAnswers) {
+  const auto instance = sandbox::testing::TestInstanceId("nostdin");
+  SandboxSetup setup = MakeSetup(instance, {});
+  setup.pool.warm_plot = false;  // interactive_input stays false (the default)
+  auto started = HarnessSandbox::Start(Engine::Get().client(), setup,
+                                       sandbox::testing::TestLogger("nostdin"));
+  ASSERT_TRUE(started.ok()) << started.error().ToString();
+  exec::CancelToken cancel;
+  ScriptedStdin observer({"bob"});
+  auto result = (*started)->Run("input()", {}, setup.pool.limits, observer, cancel);
+  EXPECT_EQ(result.verdict, exec::Verdict::kError);
+  EXPECT_TRUE(observer.asks.empty());
   started->reset();
   EXPECT_TRUE(ContainersOf(instance, /*running_only=*/false).empty());
 }

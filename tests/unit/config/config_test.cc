@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -425,6 +426,50 @@ TEST(ConfigTest, RestartGraceDefaultsToFiveMinutesAndIsBounded) {
   EXPECT_NE(bad.error().message().find("sessions.restart_grace_s"), std::string::npos);
   c.sessions.restart_grace = std::chrono::hours(25);
   EXPECT_FALSE(Validate(c).ok());
+}
+
+TEST(ConfigTest, TasksSectionIsReadAndEachBoundChecked) {
+  auto cfg = ApplyJson(Config{}, nlohmann::json::parse(R"J({"tasks": {"ttl_s": 600,
+      "poll_interval_ms": 250, "max_running_per_principal": 2, "max_per_principal": 5,
+      "max_running": 4, "live_output_bytes": 4096}})J"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->tasks.ttl, std::chrono::seconds(600));
+  EXPECT_EQ(cfg->tasks.poll_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(cfg->tasks.max_running_per_principal, 2);
+  EXPECT_EQ(cfg->tasks.max_per_principal, 5);
+  EXPECT_EQ(cfg->tasks.max_running, 4);
+  EXPECT_EQ(cfg->tasks.live_output_bytes, 4096);
+  EXPECT_TRUE(Validate(*cfg).ok());
+  EXPECT_EQ(Config{}.tasks, TasksConfig{});
+  auto typo = ApplyJson(Config{}, nlohmann::json::parse(R"J({"tasks": {"ttl": 5}})J"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message().find("tasks.ttl"), std::string::npos);
+  const std::pair<const char*, std::function<void(TasksConfig&)>> bad[] = {
+      {"tasks.ttl_s", [](TasksConfig& t) { t.ttl = std::chrono::seconds(0); }},
+      {"tasks.poll_interval_ms", [](TasksConfig& t) { t.poll_interval = {}; }},
+      {"tasks.max_running", [](TasksConfig& t) { t.max_running = 0; }},
+      {"tasks.max_running_per_principal", [](TasksConfig& t) { t.max_running_per_principal = 65; }},
+      {"tasks.max_per_principal", [](TasksConfig& t) { t.max_per_principal = 7; }},
+      {"tasks.live_output_bytes", [](TasksConfig& t) { t.live_output_bytes = 10; }}};
+  for (const auto& [field, breaks] : bad) {
+    Config c;
+    breaks(c.tasks);
+    auto refused = Validate(c);
+    ASSERT_FALSE(refused.ok()) << field;
+    EXPECT_NE(refused.error().message().find(field), std::string::npos) << refused.error().ToString();
+  }
+}
+
+TEST(ConfigTest, InteractiveInputIsAPoolBoolOffByDefault) {
+  EXPECT_FALSE(PoolConfig{}.interactive_input);
+  auto cfg = ApplyJson(Config{}, nlohmann::json::parse(
+                                     R"J({"pools": [{"name": "p", "interactive_input": true}]})J"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_TRUE(cfg->pools[0].interactive_input);
+  auto wrong = ApplyJson(Config{}, nlohmann::json::parse(
+                                       R"J({"pools": [{"name": "p", "interactive_input": "yes"}]})J"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message().find("pools[0].interactive_input"), std::string::npos);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ CONFIG = {
     "warm_plot": True,
     "seccomp_bpf": None,
     "isolate": True,
+    "interactive_input": False,
     "workdir": "/tmp/work",
     "tmpfs_size_bytes": 64 << 20,
     "image": {"max_figures": 10, "max_width_px": 2000, "max_height_px": 2000, "dpi": 100},

@@ -20,7 +20,7 @@ class SessionModeTest(unittest.TestCase):
         z = Zygote(self, mode="session")
         ready = z.frames("ready")[-1][1]
         self.assertEqual((ready["protocol"], ready["mode"], ready["cells"], ready["session_started"]),
-                         (3, "session", 0, False))
+                         (wire.PROTOCOL_VERSION, "session", 0, False))
         out, _, ev = z.run("x = 41\nimport json\ndef f(a):\n    return a * 2\nprint('one')", id="a")
         self.assertEqual((out, ev[-1]["verdict"], ev[-1]["session_reset"], ev[-1]["cells"]),
                          (b"one\n", "ok", False, 1))

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "sandbox/mcp/conformance_tools.h"
 #include "unit/mcp/test_util.h"
@@ -158,6 +162,48 @@ TEST_F(TaskStoreTest, ShutdownCancelsRunningTasksAndRefusesNewOnes) {
   EXPECT_FALSE(store.Start("alice", [](Task& t) { t.Finish(json::object()); }).ok());
 }
 
+TEST_F(TaskStoreTest, AskInputCallsBackOnceWithTheAnswerOrNullAtTheEnd) {
+  TaskStore store(Options(), NullLogger());
+  std::mutex mu;
+  std::vector<json> answers;
+  auto record = [&](const json& answer) {
+    std::lock_guard lock(mu);
+    answers.push_back(answer);
+  };
+  std::atomic<bool> finish{false};
+  auto task = store.Start("alice", [&](Task& t) {
+    t.AskInput("stdin-1", {{"method", "elicitation/create"}}, record);
+    t.AskInput("stdin-1", {{"method", "elicitation/create"}}, record);  // asked already: null
+    while (!finish) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t.AskInput("stdin-2", {{"method", "elicitation/create"}}, record);
+    t.Finish(json::object());  // stdin-2 unanswered: null
+  });
+  ASSERT_TRUE(task.ok());
+  Task& t = **task;
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard lock(mu);
+    return answers.size() == 1;
+  }));
+  EXPECT_TRUE(answers[0].is_null());
+  json waiting = t.Detailed();
+  EXPECT_EQ(waiting["status"], "input_required");
+  EXPECT_TRUE(waiting["inputRequests"].contains("stdin-1"));
+  t.Answer({{"stdin-1", {{"action", "accept"}, {"content", {{"line", "bob"}}}}}});
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(answers.size(), 2u);  // called on the answering thread, before Answer returns
+    EXPECT_EQ(answers[1]["content"]["line"], "bob");
+  }
+  EXPECT_EQ(t.Detailed()["status"], "working");
+  t.Answer({{"stdin-1", {{"action", "accept"}}}});  // answered already: ignored
+  finish = true;
+  ASSERT_TRUE(Eventually([&] { return t.terminal(); }));
+  std::lock_guard lock(mu);
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_TRUE(answers[2].is_null());
+  EXPECT_FALSE(t.Detailed().contains("inputRequests"));
+}
+
 // ---- through the dispatcher ----
 
 json Meta(bool tasks, json capabilities = json::object()) {
@@ -166,8 +212,9 @@ json Meta(bool tasks, json capabilities = json::object()) {
           {"io.modelcontextprotocol/clientCapabilities", std::move(capabilities)}};
 }
 
-json Modern(const json& id, const std::string& method, json params, bool tasks = true) {
-  params["_meta"] = Meta(tasks);
+json Modern(const json& id, const std::string& method, json params, bool tasks = true,
+            json capabilities = json::object()) {
+  params["_meta"] = Meta(tasks, std::move(capabilities));
   return testing::Request(id, method, std::move(params));
 }
 
@@ -277,6 +324,84 @@ TEST_F(DispatcherTasksTest, InputRequiredIsAnsweredWithTasksUpdate) {
   EXPECT_EQ(ack["result"]["resultType"], "complete");
   ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "completed"; }));
   EXPECT_EQ(Get(id)["result"]["result"]["content"][0]["text"], "Deleted a.txt");
+}
+
+// A run that reads stdin: it asks once and returns what it was given ("EOF" for none).
+FakeService::Behaviour AskOnce() {
+  return [](const exec::RunRequest&, exec::RunObserver& observer,
+            const exec::CancelToken& cancel) -> Result<exec::RunResult> {
+    exec::RunResult result;
+    result.verdict = exec::Verdict::kOk;
+    if (!observer.AnswersInput()) {
+      result.stdout_text = "not asked";
+      return result;
+    }
+    auto got = std::make_shared<std::pair<std::mutex, std::optional<std::optional<std::string>>>>();
+    observer.OnInputRequest({1, "name? "}, [got](std::optional<std::string> line) {
+      std::lock_guard lock(got->first);
+      got->second = std::move(line);
+    });
+    for (int i = 0; i < 3000 && !cancel.IsCancelled(); ++i) {
+      {
+        std::lock_guard lock(got->first);
+        if (got->second) {
+          result.stdout_text = got->second->value_or("EOF");
+          return result;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    result.verdict = exec::Verdict::kCancelled;
+    return result;
+  };
+}
+
+TEST_F(DispatcherTasksTest, StdinOfATaskRunIsAFormTheClientAnswersWithTasksUpdate) {
+  service_.SetBehaviour(AskOnce());
+  const json forms = {{"elicitation", json::object()}};
+  json created = Handle(Modern(
+      1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "input()"}}}}, true, forms));
+  const std::string id = created["result"]["taskId"];
+  ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "input_required"; }));
+  json ask = Get(id)["result"]["inputRequests"]["stdin-1"];
+  EXPECT_EQ(ask["method"], "elicitation/create");
+  EXPECT_EQ(ask["params"]["mode"], "form");
+  EXPECT_EQ(ask["params"]["message"], "name? ");
+  EXPECT_EQ(ask["params"]["requestedSchema"]["required"], json::array({"line"}));
+  Handle(Modern(2, "tasks/update",
+                {{"taskId", id},
+                 {"inputResponses",
+                  {{"stdin-1", {{"action", "accept"}, {"content", {{"line", "bob"}}}}}}}}));
+  ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "completed"; }));
+  EXPECT_EQ(Get(id)["result"]["result"]["structuredContent"]["stdout"], "bob");
+
+  // A declined form is EOF.
+  created = Handle(Modern(
+      3, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "input()"}}}}, true, forms));
+  const std::string declined = created["result"]["taskId"];
+  ASSERT_TRUE(Eventually([&] { return Get(declined)["result"]["status"] == "input_required"; }));
+  Handle(Modern(4, "tasks/update",
+                {{"taskId", declined}, {"inputResponses", {{"stdin-1", {{"action", "decline"}}}}}}));
+  ASSERT_TRUE(Eventually([&] { return Get(declined)["result"]["status"] == "completed"; }));
+  EXPECT_EQ(Get(declined)["result"]["result"]["structuredContent"]["stdout"], "EOF");
+}
+
+TEST_F(DispatcherTasksTest, StdinIsNotAskedOfClientsThatCannotAnswer) {
+  service_.SetBehaviour(AskOnce());
+  // No elicitation capability, or only URL mode: the run reads EOF without asking.
+  for (const json& capabilities : {json::object(), json{{"elicitation", {{"url", json::object()}}}}}) {
+    json created =
+        Handle(Modern(1, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}},
+                      true, capabilities));
+    const std::string id = created["result"]["taskId"];
+    ASSERT_TRUE(Eventually([&] { return Get(id)["result"]["status"] == "completed"; }));
+    EXPECT_EQ(Get(id)["result"]["result"]["structuredContent"]["stdout"], "not asked");
+  }
+  // Outside a task (the call answers in its request) nothing waits for a client either.
+  json inline_call = Handle(Modern(
+      2, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "x"}}}}, false,
+      {{"elicitation", json::object()}}));
+  EXPECT_EQ(inline_call["result"]["structuredContent"]["stdout"], "not asked");
 }
 
 TEST_F(DispatcherTasksTest, DiscoverAnnouncesTheExtensionAndToolsListTheirTaskSupport) {
