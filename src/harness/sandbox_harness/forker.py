@@ -14,7 +14,7 @@ import socket
 import time
 
 from .errors import FatalError
-from .isolation import ChildSpec, intermediate
+from .isolation import ChildSpec, handled_signals, intermediate
 from .kernel import PR_SET_PDEATHSIG
 from .osutil import flush_stdio, remove_tree_contents
 from .run_process import EX_INTERNAL
@@ -139,8 +139,11 @@ def _forker_spawn(fs, isolate, children):
     in_r, in_w = os.pipe() if fs.cfg["interactive_input"] else (None, None)
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
                      req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
-                     in_r=in_r, mpl_seed=fs.mpl_seed)
-    pid = os.fork()
+                     in_r=in_r, mpl_seed=fs.mpl_seed,
+                     init_signals=getattr(fs, "init_signals", None))
+    # I runs harness code only, on one thread: CPython's at-fork work is not needed there (the
+    # run process U, forked by I, gets it from os.fork).
+    pid = fs.kernel.fork_bare()
     if pid == 0:
         try:
             os.close(fs.sock_fd)
@@ -159,6 +162,7 @@ def _forker_main(sock, fs):
     if os.getppid() != fs.zygote_pid:
         os._exit(0)
     fs.sock_fd = sock.fileno()
+    fs.init_signals = handled_signals()
     children = set()
     while True:
         r, _, _ = select.select([sock], [], [], 0.5 if children else None)

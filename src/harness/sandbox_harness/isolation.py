@@ -8,6 +8,7 @@ process U, and reports their fates to the zygote (docs/harness-protocol.md, "Iso
      └─ run (U)         PID 2: waits for the request, then rlimits, seccomp, user code
 """
 
+import _signal
 import os
 import signal
 
@@ -65,7 +66,7 @@ def intermediate(spec):
             os._exit(0)
         # With a PID namespace: the first child is PID 1 (G, the sleeping init), the second
         # PID 2 (U, forked from I: one copy of the zygote's address space per run, not two).
-        gpid = _spawn_init(k)
+        gpid = _spawn_init(k, getattr(spec, "init_signals", None))
         send_record(st_w, {"t": "pid", "pid": gpid})
         try:
             upid = os.fork()
@@ -86,25 +87,39 @@ def intermediate(spec):
         os._exit(1)
 
 
-def _spawn_init(k):
-    """G: PID 1 of the run's namespace, a sleeper (Kernel.spawn_sleeper). It inherits I's
-    signal dispositions: no handler (the kernel drops every signal without one that a process
-    of the namespace sends its init, so nothing in the run can stop it or make it run code)
-    and SIGCHLD ignored (orphans of the run are reaped by the kernel). I's own are restored."""
-    saved = {}
+def handled_signals():
+    """The signals with a Python handler here (SIGINT's KeyboardInterrupt, any a preloaded module
+    set), as numbers. The forker finds them once; each run's I resets only these for G
+    (_spawn_init), not every signal through the enum-wrapping signal functions."""
+    out = []
     for sig in signal.valid_signals():
         try:
             h = signal.getsignal(sig)
         except (OSError, ValueError):
             continue
-        if sig == signal.SIGCHLD or callable(h):
-            saved[sig] = h
-            signal.signal(sig, signal.SIG_IGN if sig == signal.SIGCHLD else signal.SIG_DFL)
+        if callable(h):
+            out.append(int(sig))
+    return out
+
+
+def _spawn_init(k, handled=None):
+    """G: PID 1 of the run's namespace, a sleeper (Kernel.spawn_sleeper). It inherits I's
+    signal dispositions: no handler (the kernel drops every signal without one that a process
+    of the namespace sends its init, so nothing in the run can stop it or make it run code)
+    and SIGCHLD ignored (orphans of the run are reaped by the kernel). I's own are restored.
+    handled: the signals with a Python handler (handled_signals(), found now if None). The C
+    module _signal is used directly: signal.signal's enum conversions cost ~30 page faults."""
+    if handled is None:
+        handled = handled_signals()
+    saved = []
     try:
+        saved.append((_signal.SIGCHLD, _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)))
+        for sig in handled:
+            saved.append((sig, _signal.signal(sig, _signal.SIG_DFL)))
         return k.spawn_sleeper()
     finally:
-        for sig, h in saved.items():
-            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+        for sig, h in saved:
+            _signal.signal(sig, h if h is not None else _signal.SIG_DFL)
 
 
 def _reap_run(st_w, gpid, upid):

@@ -62,7 +62,23 @@ class Kernel:
         libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         libc.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
         libc.clone.restype = ctypes.c_int
+        libc.fork.argtypes = []
+        libc.fork.restype = ctypes.c_int
         self.libc = libc
+        self._pause = ctypes.cast(libc.pause, ctypes.c_void_p)
+        # One sleeper stack, made here in the zygote before any fork: the first sleeper of each
+        # forked process (I's init G, U's exit sleeper) runs on that process's copy of it, so it
+        # copies the page or two pause() touches instead of zeroing 64 KiB of new heap (some 50
+        # copy-on-write faults per process).
+        self._stack = ctypes.create_string_buffer(SLEEPER_STACK)
+        self._stack_pid = None  # the process whose sleeper runs on self._stack
+        self._seccomp = None  # (bpf, its buffer, the sock_fprog, its address): seccomp_program
+        # Read once here, not in every run's intermediate (drop_capabilities).
+        try:
+            with open("/proc/sys/kernel/cap_last_cap") as f:
+                self.cap_last = int(f.read())
+        except (OSError, ValueError):
+            self.cap_last = 63
 
     @staticmethod
     def _check(rc, what):
@@ -84,18 +100,28 @@ class Kernel:
 
     def drop_capabilities(self):
         """Empties the bounding, ambient, effective, permitted and inheritable sets."""
-        try:
-            with open("/proc/sys/kernel/cap_last_cap") as f:
-                last = int(f.read())
-        except (OSError, ValueError):
-            last = 63
-        for cap in range(last + 1):
-            if self.libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
-                self.prctl(PR_CAPBSET_DROP, cap, what="PR_CAPBSET_DROP %d" % cap)
+        prctl = self.libc.prctl
+        for cap in range(self.cap_last + 1):
+            if prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 and prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                self._check(-1, "PR_CAPBSET_DROP %d" % cap)
         self.libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on old kernels
         hdr = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
         data = (_CapData * 2)()
         self._check(self.libc.capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
+
+    def fork_bare(self):
+        """fork() through libc alone, without CPython's work around it: os.fork runs, in the
+        child, the at-fork hooks of threading, random, logging and matplotlib's font cache,
+        some 340 copy-on-write page faults in a preloaded interpreter. Only for a child that
+        runs harness code on one thread and never the user's (the run's intermediate I): the
+        interpreter state it inherits is consistent because the parent has a single thread,
+        which holds no lock across the call (ctypes releases the GIL around it). Returns 0 in
+        the child, the child's pid in the parent."""
+        pid = self.libc.fork()
+        if pid < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "fork: %s" % os.strerror(err))
+        return pid
 
     def spawn_sleeper(self):
         """A child that shares this process's memory and descriptor table and does nothing but
@@ -104,22 +130,33 @@ class Kernel:
         for a Python init, and tearing them down again, cost a few ms of CPU per run. The
         caller sets its signal dispositions first (none may run a handler; SIGCHLD ignored,
         so the kernel reaps the orphans it inherits). Returns its pid."""
-        stack = ctypes.create_string_buffer(SLEEPER_STACK)
-        _SLEEPER_STACKS.append(stack)  # pause() sits on it until the child dies: never freed
+        if self._stack_pid != os.getpid():
+            self._stack_pid = os.getpid()
+            stack = self._stack
+        else:  # a second sleeper of this process (tests): a stack of its own
+            stack = ctypes.create_string_buffer(SLEEPER_STACK)
+            _SLEEPER_STACKS.append(stack)  # pause() sits on it until the child dies: never freed
         top = (ctypes.addressof(stack) + SLEEPER_STACK - 64) & ~15
-        pid = self.libc.clone(ctypes.cast(self.libc.pause, ctypes.c_void_p), top,
-                              CLONE_VM | CLONE_FILES | signal.SIGCHLD, None)
+        pid = self.libc.clone(self._pause, top, CLONE_VM | CLONE_FILES | signal.SIGCHLD, None)
         if pid < 0:
             err = ctypes.get_errno()
             raise OSError(err, "clone: %s" % os.strerror(err))
         return pid
 
+    def seccomp_program(self, bpf):
+        """The address of a sock_fprog for `bpf`, built once: the zygote builds it at start-up,
+        so a run process only loads it (building it in every run cost ~50 copy-on-write page
+        faults, 2-3 ms on a loaded 2-core VM)."""
+        if self._seccomp is None or self._seccomp[0] is not bpf:
+            buf = ctypes.create_string_buffer(bpf, len(bpf))
+            prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+            self._seccomp = (bpf, buf, prog, ctypes.addressof(prog))
+        return self._seccomp[3]
+
     def install_seccomp(self, bpf):
-        buf = ctypes.create_string_buffer(bpf, len(bpf))
-        prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        prog = self.seccomp_program(bpf)
         self.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
-        self.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog),
-                   what="PR_SET_SECCOMP")
+        self.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, what="PR_SET_SECCOMP")
 
 
 # -- the run's resource limits -----------------------------------------------------------------

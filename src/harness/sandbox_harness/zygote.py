@@ -48,6 +48,8 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
         self.chan = channel
         self.cfg = cfg
         self.kernel = Kernel()
+        if cfg["seccomp_bpf"] is not None:
+            self.kernel.seccomp_program(cfg["seccomp_bpf"])  # built once, loaded by each run
         self.errors = []
         self.preloaded = []
         self.isolate = cfg["isolate"] is not False  # may turn False in "auto" mode

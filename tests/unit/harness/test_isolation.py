@@ -42,6 +42,26 @@ class SleeperInitTest(unittest.TestCase):
             _, status = os.waitpid(pid, 0)
         self.assertEqual(status, killed(signal.SIGKILL))
 
+    def test_handled_signals_found_once(self):
+        # the forker finds them once; I resets only these (and SIGCHLD) around the clone
+        handled = isolation.handled_signals()
+        self.assertIn(signal.SIGINT, handled)  # KeyboardInterrupt's handler
+        self.assertNotIn(signal.SIGCHLD, handled)
+        pid = isolation._spawn_init(kernel.Kernel(), handled)
+        try:
+            self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+            for _ in range(200):
+                st = _proc_status(pid)
+                if st["State"].startswith("S"):
+                    break
+                time.sleep(0.01)
+            cgt, ign = int(st["SigCgt"], 16), int(st["SigIgn"], 16)
+            self.assertEqual(cgt & ((1 << 31) - 1), 0, "handlers for standard signals")
+            self.assertTrue(ign & (1 << (signal.SIGCHLD - 1)), "SIGCHLD not ignored")
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
     def test_reap_run_reports_u_then_g(self):
         # I reports U's end at once but leaves G alone: Z ends the namespace (kills G) after
         # `done`, so the teardown of U's address space does not compete with the report.

@@ -47,3 +47,49 @@ class RlimitTest(unittest.TestCase):
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         self.assertEqual(status, 0)
+
+
+class ForkBareTest(unittest.TestCase):
+    """Kernel.fork_bare: a libc fork without CPython's at-fork hooks (the run's intermediate)."""
+
+    def test_child_runs_python_and_skips_the_hooks(self):
+        ran = []
+        os.register_at_fork(after_in_child=lambda: ran.append("hook"))
+        r, w = os.pipe()
+        pid = kernel.Kernel().fork_bare()
+        if pid == 0:
+            try:
+                os.close(r)
+                os.write(w, ("%d %d" % (os.getppid(), len(ran))).encode())
+            finally:
+                os._exit(7)
+        os.close(w)
+        data = os.read(r, 64)
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(data, ("%d 0" % os.getpid()).encode())  # ran Python, no hook ran
+        self.assertTrue(os.WIFEXITED(status))
+        self.assertEqual(os.WEXITSTATUS(status), 7)
+
+
+class SeccompProgramTest(unittest.TestCase):
+    def test_built_once_per_filter(self):
+        k = kernel.Kernel()
+        bpf = b"\x06\x00\x00\x00\x00\x00\xff\x7f"  # ret ALLOW
+        first = k.seccomp_program(bpf)
+        self.assertEqual(k.seccomp_program(bpf), first)  # the zygote's, reused by each run
+        other = bytes(bytearray(bpf))
+        self.assertIsNot(other, bpf)
+        self.assertNotEqual(k.seccomp_program(other), 0)  # another filter: built anew
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the filter loads (ALLOW: the child still runs)
+            try:
+                k.install_seccomp(other)
+                os.write(w, b"ok")
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(os.read(r, 8), b"ok")
+        os.close(r)
+        os.waitpid(pid, 0)
