@@ -9,7 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "http_util.h"
+#include "sandbox/http/rpc_error.h"
+#include "sandbox/mcp/json_rpc.h"
 #include "sandbox/http/request_head.h"
 #include "sandbox/http/worker_pool.h"
 
@@ -70,7 +71,7 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
         if (!res.body.empty() || res.content_length_ > 0 || res.content_provider_) {
           return httplib::Server::HandlerResponse::Unhandled;
         }
-        detail::SendRpcError(res, res.status, mcp::rpc_code::kServerError,
+        SendRpcError(res, res.status, mcp::rpc_code::kServerError,
                              OwnRefusalMessage(req, res.status, max_body));
         return httplib::Server::HandlerResponse::Handled;
       }));

@@ -1,4 +1,4 @@
-// The MCP HTTP transports as the server wires them (http/): Streamable HTTP at /mcp and legacy
+// The MCP HTTP transports as the server wires them (transport/, on http/): Streamable HTTP at /mcp and legacy
 // HTTP+SSE at /sse and /messages behind the RequestGuard (two bearer tokens, so sessions of one
 // principal are probed with the other's), over the dispatcher with the fake services. No socket:
 // each request's bytes go through httplib's request parsing, the guard and the handlers in
@@ -37,10 +37,10 @@
 #include "fuzz/fuzz_dispatcher.h"
 #include "fuzz/http_harness.h"
 #include "sandbox/core/json.h"
-#include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
-#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/transport/legacy_sse_transport.h"
+#include "sandbox/transport/streamable_http_transport.h"
 
 namespace {
 
@@ -52,6 +52,7 @@ using sandbox::fuzz::InMemoryServer;
 using sandbox::fuzz::MemoryStream;
 namespace mcp = sandbox::mcp;
 namespace http = sandbox::http;
+namespace transport = sandbox::transport;
 
 constexpr const char* kTokens[] = {"token-alice", "token-bob"};
 constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
@@ -106,17 +107,17 @@ class Conversation {
     guard_ = std::make_unique<http::RequestGuard>(guard_options);
     http::ConfigureHttpServer(server_, http::HttpServerOptions{}, *guard_);
 
-    http::StreamableHttpOptions streamable;
+    transport::StreamableHttpOptions streamable;
     streamable.principal = guard_->Resolver();
     streamable.sse.poll = std::chrono::milliseconds(5);
-    streamable_ = std::make_unique<http::StreamableHttpTransport>(dispatcher_, streamable,
+    streamable_ = std::make_unique<transport::StreamableHttpTransport>(dispatcher_, streamable,
                                                                   mcp::testing::NullLogger());
     streamable_->Register(server_);
-    http::LegacySseOptions legacy;
+    transport::LegacySseOptions legacy;
     legacy.principal = guard_->Resolver();
     legacy.sse.poll = std::chrono::milliseconds(5);
     legacy_ =
-        std::make_unique<http::LegacySseTransport>(dispatcher_, legacy, mcp::testing::NullLogger());
+        std::make_unique<transport::LegacySseTransport>(dispatcher_, legacy, mcp::testing::NullLogger());
     legacy_->Register(server_);
   }
 
@@ -356,8 +357,8 @@ class Conversation {
   mcp::Dispatcher dispatcher_ = sandbox::fuzz::MakeFuzzDispatcher(service_, sessions_);
   std::unique_ptr<http::RequestGuard> guard_;
   InMemoryServer server_;
-  std::unique_ptr<http::StreamableHttpTransport> streamable_;
-  std::unique_ptr<http::LegacySseTransport> legacy_;
+  std::unique_ptr<transport::StreamableHttpTransport> streamable_;
+  std::unique_ptr<transport::LegacySseTransport> legacy_;
   std::vector<LegacyStream> streams_;
   std::string session_id_;
   std::string session_principal_;

@@ -58,7 +58,7 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
-namespace sandbox::http {
+namespace sandbox::transport {
 
 struct StreamableHttpOptions {
   std::size_t max_body_bytes = 8 << 20;
@@ -72,10 +72,10 @@ struct StreamableHttpOptions {
   // Each tools/call stream holds a slot (it holds an HTTP worker until the result); none free:
   // 503. Shared with the other transports; null: no bound but max_concurrent_calls.
   std::shared_ptr<SlotLimiter> stream_slots;
-  SseOptions sse;
+  http::SseOptions sse;
   // The principal of a request from its Authorization header (RequestGuard::Resolver());
   // unset: every request is "local".
-  PrincipalResolver principal;
+  http::PrincipalResolver principal;
 };
 
 class StreamableHttpTransport {
@@ -127,4 +127,4 @@ class StreamableHttpTransport {
   mcp::TaskGroup tasks_;
 };
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

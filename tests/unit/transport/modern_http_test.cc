@@ -4,25 +4,17 @@
 // era unchanged beside it.
 #include <gtest/gtest.h>
 
-#include "sandbox/http/mcp_headers.h"
-#include "unit/http/transport_fixture.h"
+#include "sandbox/transport/mcp_headers.h"
+#include "unit/transport/http_fixture.h"
 
-namespace sandbox::http {
+namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
+using http::GuardOptions;
+using mcp::testing::ModernRequest;
 using testing::HttpTransportTest;
 using testing::ParseSse;
-
-json Meta() {
-  return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-          {"io.modelcontextprotocol/clientCapabilities", json::object()}};
-}
-
-json ModernRequest(const json& id, const std::string& method, json params = json::object()) {
-  params["_meta"] = Meta();
-  return mcp::testing::Request(id, method, std::move(params));
-}
 
 // The headers a 2026-07-28 client sends with `message`.
 httplib::Headers ModernHeaders(const json& message) {
@@ -224,4 +216,4 @@ TEST(McpHeadersTest, ComparesEveryHeaderWithTheBody) {
 }
 
 }  // namespace
-}  // namespace sandbox::http
+}  // namespace sandbox::transport
