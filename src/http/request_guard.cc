@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sandbox/core/log_context.h"
+#include "sandbox/core/sha256.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/mcp/json_rpc.h"
-#include "sandbox/core/log_context.h"
-#include "sandbox/core/sha256.h"
 #include "sandbox/mcp/random_id.h"
 
 namespace sandbox::http {
@@ -215,8 +215,8 @@ void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) cons
     SetRequestId(request_id);
     if (peer_allowed && !peer_allowed(req.remote_addr, req.remote_port)) {
       SendRpcError(res, 403, mcp::rpc_code::kServerError,
-                           "Forbidden: this port is the server's internal one; connect to its "
-                           "public address (server.listen)");
+                   "Forbidden: this port is the server's internal one; connect to its "
+                   "public address (server.listen)");
       return httplib::Server::HandlerResponse::Handled;
     }
     auto rejection = Check(req.path, req.get_header_value("Host"), req.has_header("Origin"),

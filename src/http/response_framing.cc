@@ -42,9 +42,8 @@ std::optional<ResponseHead> RewriteResponseHead(std::string_view head, bool head
     const auto colon = field.find(':');
     const std::string name =
         Lower(colon == std::string_view::npos ? field : field.substr(0, colon));
-    const std::string_view value = colon == std::string_view::npos
-                                       ? std::string_view{}
-                                       : Trim(field.substr(colon + 1));
+    const std::string_view value =
+        colon == std::string_view::npos ? std::string_view{} : Trim(field.substr(colon + 1));
     if (name == "connection" || name == "keep-alive") continue;
     if (name == "transfer-encoding" && Lower(value).find("chunked") != std::string::npos) {
       chunked = true;

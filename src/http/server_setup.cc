@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "sandbox/http/rpc_error.h"
-#include "sandbox/mcp/json_rpc.h"
 #include "sandbox/http/request_head.h"
+#include "sandbox/http/rpc_error.h"
 #include "sandbox/http/worker_pool.h"
+#include "sandbox/mcp/json_rpc.h"
 
 namespace sandbox::http {
 namespace {
@@ -72,7 +72,7 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
           return httplib::Server::HandlerResponse::Unhandled;
         }
         SendRpcError(res, res.status, mcp::rpc_code::kServerError,
-                             OwnRefusalMessage(req, res.status, max_body));
+                     OwnRefusalMessage(req, res.status, max_body));
         return httplib::Server::HandlerResponse::Handled;
       }));
   guard.Install(server, options.peer_allowed);

@@ -16,9 +16,9 @@
 #include "sandbox/api/http_api.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/http/connection_guard.h"
-#include "sandbox/transport/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
+#include "sandbox/transport/legacy_sse_transport.h"
 #include "sandbox/transport/streamable_http_transport.h"
 #include "startup.h"
 

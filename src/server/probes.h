@@ -13,10 +13,10 @@
 #include "sandbox/config/config.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/transport/streamable_http_transport.h"
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
+#include "sandbox/transport/streamable_http_transport.h"
 
 namespace sandbox::server {
 

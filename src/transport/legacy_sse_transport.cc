@@ -101,7 +101,8 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
   }
   // Relative, so the client resolves it against the URL it used (the TS client refuses another
   // origin).
-  session->channel->Push(http::FormatSseEvent("endpoint", messages_path_ + "?sessionId=" + session->id));
+  session->channel->Push(
+      http::FormatSseEvent("endpoint", messages_path_ + "?sessionId=" + session->id));
   const std::string id = session->id;
   session->channel->OnAbandon([this, id] {
     logger_->info("legacy SSE stream closed by the client; session ended");
@@ -128,7 +129,7 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
   }
   if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
     http::SendRpcError(res, 415, kServerError,
-                         "Unsupported Media Type: Content-Type must be application/json");
+                       "Unsupported Media Type: Content-Type must be application/json");
     return;
   }
   if (req.body.size() > options_.max_body_bytes) {
@@ -149,7 +150,7 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
     });
     if (!spawned) {
       http::SendRpcError(res, 503, kServerError,
-                           "Service Unavailable: too many tool calls in flight; retry later");
+                         "Service Unavailable: too many tool calls in flight; retry later");
       return;
     }
   } else {

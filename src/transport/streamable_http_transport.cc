@@ -3,7 +3,6 @@
 #include <httplib.h>
 
 #include <optional>
-#include <variant>
 
 #include "http_common.h"
 #include "sandbox/http/http_helpers.h"
@@ -76,7 +75,7 @@ void StreamableHttpTransport::Register(httplib::Server& server, const std::strin
   auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
     res.set_header("Allow", "POST, DELETE");
     http::SendRpcError(res, 405, kServerError,
-                         "Method Not Allowed: this server opens no GET stream; POST messages");
+                       "Method Not Allowed: this server opens no GET stream; POST messages");
   };
   server.Get(path, not_allowed);
   server.Put(path, not_allowed);
@@ -182,15 +181,14 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     return;
   }
   const std::string accept = req.get_header_value("Accept");
-  if (!http::Accepts(accept, "application/json") ||
-      !http::Accepts(accept, "text/event-stream")) {
+  if (!http::Accepts(accept, "application/json") || !http::Accepts(accept, "text/event-stream")) {
     http::SendRpcError(res, 406, kServerError,
-                         "Not Acceptable: Accept must list application/json and text/event-stream");
+                       "Not Acceptable: Accept must list application/json and text/event-stream");
     return;
   }
   if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
     http::SendRpcError(res, 415, kServerError,
-                         "Unsupported Media Type: Content-Type must be application/json");
+                       "Unsupported Media Type: Content-Type must be application/json");
     return;
   }
   if (req.body.size() > options_.max_body_bytes) {
@@ -214,8 +212,8 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   if (header_version && !mcp::IsSupportedProtocolVersion(*header_version) &&
       !mcp::IsModernProtocolVersion(*header_version)) {
     http::SendRpcError(res, 400, mcp::rpc_code::kUnsupportedProtocolVersion,
-                         "Unsupported protocol version: MCP-Protocol-Version " + *header_version,
-                         IdOf(message), mcp::UnsupportedVersionData(*header_version));
+                       "Unsupported protocol version: MCP-Protocol-Version " + *header_version,
+                       IdOf(message), mcp::UnsupportedVersionData(*header_version));
     return;
   }
   if (IsModernPost(req, message, header_version)) {
@@ -250,7 +248,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     for (const auto& member : message) {
       if (IsInitialize(member)) {
         http::SendRpcError(res, 400, kInvalidRequest,
-                             "Invalid Request: initialize must not be part of a batch");
+                           "Invalid Request: initialize must not be part of a batch");
         return;
       }
     }
@@ -258,9 +256,9 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
 
   if (!req.has_header(kSessionHeader)) {
     http::SendRpcError(res, 400, kServerError,
-                         "Bad Request: Mcp-Session-Id header is required (send initialize first, "
-                         "or name protocol version 2026-07-28 in MCP-Protocol-Version and _meta)",
-                         IdOf(message));
+                       "Bad Request: Mcp-Session-Id header is required (send initialize first, "
+                       "or name protocol version 2026-07-28 in MCP-Protocol-Version and _meta)",
+                       IdOf(message));
     return;
   }
   auto session = FindSession(req.get_header_value(kSessionHeader), PrincipalOf(req));
@@ -291,8 +289,8 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     return;
   }
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    StreamCall(std::shared_ptr<mcp::Session>(session, &session->mcp), false, std::move(message),
-               res);
+    StreamCall(std::shared_ptr<mcp::Session>(session, &session->mcp), std::nullopt,
+               std::move(message), res);
     return;
   }
   mcp::NullOutbound out;
@@ -309,13 +307,13 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
   const json id = IdOf(message);
   if (!message.is_object()) {
     http::SendRpcError(res, 400, kInvalidRequest,
-                         "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; "
-                         "send one message per POST");
+                       "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; "
+                       "send one message per POST");
     return;
   }
   if (!req.has_header(kVersionHeader)) {
     http::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch,
-                         "Header mismatch: the MCP-Protocol-Version header is required", id);
+                       "Header mismatch: the MCP-Protocol-Version header is required", id);
     return;
   }
   HeaderLookup header = [&req](std::string_view name) -> std::optional<std::string> {
@@ -327,40 +325,27 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
     http::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch, *mismatch, id);
     return;
   }
-  if (!IsRequest(message)) {
-    // Notifications mean nothing over HTTP in this revision (cancelling is closing the stream);
-    // client responses have no request to answer. An invalid envelope still gets its error.
-    if (auto refusal = dispatcher_.CheckModern(message)) {
-      http::SendJson(res, 400, *refusal);
-      return;
-    }
-    res.status = 202;
+  // The envelope and _meta, read once: a refusal with its HTTP status, or the request's _meta.
+  mcp::ModernCheck check = dispatcher_.CheckModern(message);
+  if (check.refusal) {
+    http::SendJson(res, check.http_status, *check.refusal);
     return;
   }
-  if (message.contains("params")) {
-    auto meta = mcp::ParseRequestMeta(message["params"]);
-    if (auto* failure = std::get_if<mcp::RpcFailure>(&meta)) {
-      http::SendRpcError(res, 400, failure->error.code, failure->error.message, id,
-                           failure->data);
-      return;
-    }
-  }
-  if (auto refusal = dispatcher_.CheckModern(message)) {
-    // -32602 from _meta (no params at all) is a malformed request: 400 like the others above.
-    int status = mcp::Dispatcher::ModernHttpStatus(*refusal);
-    if (!message.contains("params")) status = 400;
-    http::SendJson(res, status, *refusal);
+  if (!check.meta) {
+    // Notifications mean nothing over HTTP in this revision (cancelling is closing the stream);
+    // client responses have no request to answer.
+    res.status = 202;
     return;
   }
   // No transport session: the request is served on its own, its calls registered in a
   // throwaway record that lives as long as the request.
   auto calls = std::make_shared<mcp::Session>(PrincipalOf(req));
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    StreamCall(calls, true, std::move(message), res);
+    StreamCall(calls, std::move(check.meta), std::move(message), res);
     return;
   }
   mcp::NullOutbound out;
-  auto response = dispatcher_.HandleModern(*calls, message, out);
+  auto response = dispatcher_.HandleModern(*calls, message, *check.meta, out);
   if (!response) {
     res.status = 202;
     return;
@@ -368,8 +353,9 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
   http::SendJson(res, mcp::Dispatcher::ModernHttpStatus(*response), *response);
 }
 
-void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& session, bool modern,
-                                         json message, httplib::Response& res) {
+void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& session,
+                                         std::optional<mcp::RequestMeta> modern, json message,
+                                         httplib::Response& res) {
   const json id = message["id"];
   std::shared_ptr<SlotLimiter::Slot> slot;
   if (options_.stream_slots) {
@@ -388,18 +374,19 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
       logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
     }
   });
-  bool spawned = tasks_.Spawn([this, session, modern, channel, message = std::move(message)] {
-    detail::SseOutbound out(channel);
-    auto response = modern ? dispatcher_.HandleModern(*session, message, out)
-                           : dispatcher_.Handle(*session, message, out);
-    if (response) {
-      channel->Push(http::FormatSseEvent("message", mcp::DumpJson(*response)));
-    }
-    channel->Close();
-  });
+  bool spawned = tasks_.Spawn(
+      [this, session, modern = std::move(modern), channel, message = std::move(message)] {
+        detail::SseOutbound out(channel);
+        auto response = modern ? dispatcher_.HandleModern(*session, message, *modern, out)
+                               : dispatcher_.Handle(*session, message, out);
+        if (response) {
+          channel->Push(http::FormatSseEvent("message", mcp::DumpJson(*response)));
+        }
+        channel->Close();
+      });
   if (!spawned) {
     http::SendRpcError(res, 503, kServerError,
-                         "Service Unavailable: too many tool calls in flight; retry later", id);
+                       "Service Unavailable: too many tool calls in flight; retry later", id);
     return;
   }
   http::ServeSse(res, channel, options_.sse, std::move(slot));
@@ -410,8 +397,8 @@ void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib:
     // Only a legacy session can be ended; 2026-07-28 has none (its rule for DELETE is 405).
     res.set_header("Allow", "POST, DELETE");
     http::SendRpcError(res, 405, kServerError,
-                         "Method Not Allowed: DELETE ends a session named by Mcp-Session-Id; "
-                         "protocol version 2026-07-28 has no sessions");
+                       "Method Not Allowed: DELETE ends a session named by Mcp-Session-Id; "
+                       "protocol version 2026-07-28 has no sessions");
     return;
   }
   const std::string id = req.get_header_value(kSessionHeader);

@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "sandbox/core/slot_limiter.h"
@@ -114,8 +115,10 @@ class StreamableHttpTransport {
   void HandleModernPost(const httplib::Request& req, nlohmann::json message,
                         httplib::Response& res);
   // Answers one request as an SSE stream; closing the stream cancels it. `session` holds the
-  // request in flight (a legacy session, or a 2026-07-28 request's own record).
-  void StreamCall(const std::shared_ptr<mcp::Session>& session, bool modern, nlohmann::json message,
+  // request in flight (a legacy session, or a 2026-07-28 request's own record); `modern`: a
+  // 2026-07-28 request's _meta as CheckModern read it, nullopt for the legacy era.
+  void StreamCall(const std::shared_ptr<mcp::Session>& session,
+                  std::optional<mcp::RequestMeta> modern, nlohmann::json message,
                   httplib::Response& res);
 
   mcp::Dispatcher& dispatcher_;

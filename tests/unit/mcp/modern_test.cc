@@ -91,6 +91,50 @@ TEST_F(ModernDispatcherTest, AnUnservedVersionNamesTheSupportedOnes) {
   }
 }
 
+// CheckModern reads the envelope and _meta once: a refusal with its HTTP status (400 for a
+// malformed request, 404 for an unknown method, 200 for an error about the call), or the
+// request's _meta for HandleModern, which then serves it without reading _meta again.
+TEST_F(ModernDispatcherTest, CheckModernHandsBackTheMetaOrARefusalWithItsStatus) {
+  json meta = testing::ModernMeta({{"sampling", json::object()}});
+  meta["io.modelcontextprotocol/logLevel"] = "debug";
+  ModernCheck passed = dispatcher_.CheckModern(ModernRequest(1, "tools/list", {}, meta));
+  EXPECT_FALSE(passed.refusal);
+  ASSERT_TRUE(passed.meta);
+  EXPECT_EQ(passed.meta->protocol_version, "2026-07-28");
+  EXPECT_TRUE(passed.meta->HasCapability("sampling"));
+  EXPECT_EQ(passed.meta->log_level, LogLevel::kDebug);
+  auto served = dispatcher_.HandleModern(calls_, ModernRequest(1, "tools/list", {}, meta),
+                                         *passed.meta, out_);
+  ASSERT_TRUE(served);
+  EXPECT_EQ((*served)["result"]["resultType"], "complete");
+
+  auto refused = [this](const json& message, int code, int status) {
+    ModernCheck check = dispatcher_.CheckModern(message);
+    ASSERT_TRUE(check.refusal) << message;
+    EXPECT_FALSE(check.meta);
+    EXPECT_EQ((*check.refusal)["error"]["code"], code) << message;
+    EXPECT_EQ(check.http_status, status) << message;
+    EXPECT_EQ((*check.refusal)["id"], message.value("id", json())) << message;
+  };
+  refused(testing::Request(2, "tools/list"), rpc_code::kInvalidParams, 400);  // no _meta
+  json old = testing::ModernMeta();
+  old["io.modelcontextprotocol/protocolVersion"] = "2025-11-25";
+  refused(ModernRequest(3, "tools/list", {}, old), rpc_code::kUnsupportedProtocolVersion, 400);
+  json no_version = ModernRequest(4, "tools/list");
+  no_version.erase("jsonrpc");
+  refused(no_version, rpc_code::kInvalidRequest, 400);
+  refused(ModernRequest(5, "ping"), rpc_code::kMethodNotFound, 404);
+  refused(ModernRequest(6, "tools/call", {{"name", "no_such_tool"}}), rpc_code::kInvalidParams,
+          200);
+  refused(ModernRequest(7, "tools/call", {{"name", "test_missing_capability"}}),
+          rpc_code::kMissingClientCapability, 400);
+
+  // A notification is refused for its envelope only.
+  ModernCheck note = dispatcher_.CheckModern(testing::Notification("notifications/cancelled"));
+  EXPECT_FALSE(note.refusal);
+  EXPECT_FALSE(note.meta);
+}
+
 TEST_F(ModernDispatcherTest, RemovedAndUnknownMethodsAreNotFound) {
   for (const char* method : {"initialize", "ping", "logging/setLevel", "resources/subscribe",
                              "resources/unsubscribe", "prompts/list", "tasks/list", "x/y"}) {
@@ -185,8 +229,9 @@ TEST_F(ModernDispatcherTest, NotificationsAndResponsesGetNoAnswer) {
 
 TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
   const json caps = {{"elicitation", json::object()}};
-  json first = Handle(ModernRequest(
-      1, "tools/call", {{"name", "test_input_required_result_request_state"}}, testing::ModernMeta(caps)));
+  json first =
+      Handle(ModernRequest(1, "tools/call", {{"name", "test_input_required_result_request_state"}},
+                           testing::ModernMeta(caps)));
   const json& round1 = first["result"];
   EXPECT_EQ(round1["resultType"], "input_required");
   ASSERT_TRUE(round1["requestState"].is_string());

@@ -19,12 +19,12 @@ namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
+using http::GuardOptions;
 using mcp::testing::CallRunPython;
 using mcp::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
-using http::GuardOptions;
 using testing::HttpTransportTest;
 using testing::kAccept;
 using testing::ParseSse;

@@ -65,6 +65,25 @@ TEST_F(ModernHttpTest, MetaErrorsAre400WithTheRequestId) {
   EXPECT_EQ(json::parse(res->body)["id"], 102);
 }
 
+// A body that is no valid JSON-RPC request is a malformed request however much of it is
+// right: 400 with -32600 and the id, with or without params.
+TEST_F(ModernHttpTest, AnInvalidEnvelopeIs400WithTheRequestId) {
+  Start();
+  json with_params = ModernRequest(201, "tools/list");
+  with_params.erase("jsonrpc");
+  json without_params = mcp::testing::Request(202, "tools/list");
+  without_params.erase("jsonrpc");
+  without_params.erase("params");
+  for (const json& request : {with_params, without_params}) {
+    auto res = PostModern(request);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << request;
+    json body = json::parse(res->body);
+    EXPECT_EQ(body["error"]["code"], mcp::rpc_code::kInvalidRequest) << request;
+    EXPECT_EQ(body["id"], request["id"]);
+  }
+}
+
 TEST_F(ModernHttpTest, VersionHeaderErrors) {
   Start();
   // A version no era knows: -32022 naming every supported one, whatever the body.
