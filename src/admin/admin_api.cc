@@ -4,16 +4,13 @@
 #include <utility>
 
 #include "sandbox/core/json.h"
+#include "sandbox/http/http_helpers.h"
 
 namespace sandbox::admin {
 namespace {
 
+using http::SendJson;
 using nlohmann::json;
-
-void SendJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 void SendError(httplib::Response& res, const Error& error) {
   SendJson(

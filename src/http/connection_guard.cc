@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "http_util.h"
+#include "sandbox/http/http_helpers.h"
 #include "sandbox/http/response_framing.h"
 #include "sandbox/http/server_setup.h"
 
@@ -463,7 +463,7 @@ void ConnectionGuard::Impl::Forward(Conn& c, Clock::time_point now) {
   req.reserve(c.head_bytes + static_cast<std::size_t>(h.content_length) + 128);
   req.append(h.method).append(" ").append(h.target).append(" ").append(h.version).append("\r\n");
   for (const auto& [name, value] : h.headers) {
-    if (Dropped(detail::Lower(name))) continue;
+    if (Dropped(Lower(name))) continue;
     req.append(name).append(": ").append(value).append("\r\n");
   }
   req.append("X-Forwarded-For: ").append(c.ip).append("\r\n");

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "http_util.h"
 #include "sandbox/core/log_context.h"
 #include "sandbox/core/sha256.h"
+#include "sandbox/http/http_helpers.h"
+#include "sandbox/http/rpc_error.h"
+#include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/random_id.h"
 
 namespace sandbox::http {
@@ -15,17 +17,17 @@ namespace {
 
 // "host:port", "[v6]:port", "[v6]" or "host" -> the host name, lower-cased, brackets removed.
 std::string HostName(std::string_view authority) {
-  authority = detail::Trim(authority);
+  authority = Trim(authority);
   if (!authority.empty() && authority.front() == '[') {
     auto close = authority.find(']');
     if (close == std::string_view::npos) return {};
-    return detail::Lower(authority.substr(1, close - 1));
+    return Lower(authority.substr(1, close - 1));
   }
   auto colon = authority.find(':');
   if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos) {
-    return detail::Lower(authority);  // a bare IPv6 address
+    return Lower(authority);  // a bare IPv6 address
   }
-  return detail::Lower(authority.substr(0, colon));
+  return Lower(authority.substr(0, colon));
 }
 
 bool IsIpv4Loopback(std::string_view host) {
@@ -50,7 +52,7 @@ bool IsIpv4Loopback(std::string_view host) {
 }
 
 std::string NormalizeOrigin(std::string_view origin) {
-  std::string out = detail::Lower(detail::Trim(origin));
+  std::string out = Lower(Trim(origin));
   while (!out.empty() && out.back() == '/') out.pop_back();
   return out;
 }
@@ -66,13 +68,13 @@ namespace {
 // The name of the token `authorization` carries among `named`; "" for none.
 std::string MatchBearer(std::string_view authorization,
                         const std::vector<std::pair<std::string, std::string>>& named) {
-  authorization = detail::Trim(authorization);
+  authorization = Trim(authorization);
   constexpr std::string_view kScheme = "bearer ";
   if (authorization.size() < kScheme.size() ||
-      detail::Lower(authorization.substr(0, kScheme.size())) != kScheme) {
+      Lower(authorization.substr(0, kScheme.size())) != kScheme) {
     return {};
   }
-  const std::string_view presented = detail::Trim(authorization.substr(kScheme.size()));
+  const std::string_view presented = Trim(authorization.substr(kScheme.size()));
   // Every token is compared, matched or not, so timing does not tell which one matched.
   std::string found;
   for (const auto& [name, token] : named) {
@@ -127,9 +129,9 @@ bool RequestGuard::HostAllowed(std::string_view host) const {
   std::string name = HostName(host);
   if (name.empty()) return false;
   if (IsLoopbackName(name)) return true;
-  std::string full = detail::Lower(detail::Trim(host));
+  std::string full = Lower(Trim(host));
   for (const auto& allowed : options_.allowed_hosts) {
-    std::string entry = detail::Lower(allowed);
+    std::string entry = Lower(allowed);
     if (entry == full || entry == name) return true;
   }
   return false;
@@ -212,9 +214,9 @@ void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) cons
     res.set_header("X-Request-Id", request_id);
     SetRequestId(request_id);
     if (peer_allowed && !peer_allowed(req.remote_addr, req.remote_port)) {
-      detail::SendRpcError(res, 403, mcp::rpc_code::kServerError,
-                           "Forbidden: this port is the server's internal one; connect to its "
-                           "public address (server.listen)");
+      SendRpcError(res, 403, mcp::rpc_code::kServerError,
+                   "Forbidden: this port is the server's internal one; connect to its "
+                   "public address (server.listen)");
       return httplib::Server::HandlerResponse::Handled;
     }
     auto rejection = Check(req.path, req.get_header_value("Host"), req.has_header("Origin"),
@@ -223,7 +225,7 @@ void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) cons
     if (rejection->status == 401) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"sandbox-mcp\"");
     }
-    detail::SendRpcError(res, rejection->status, mcp::rpc_code::kServerError, rejection->message);
+    SendRpcError(res, rejection->status, mcp::rpc_code::kServerError, rejection->message);
     return httplib::Server::HandlerResponse::Handled;
   });
 }

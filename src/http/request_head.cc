@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "http_util.h"
+#include "sandbox/http/http_helpers.h"
 #include "sandbox/mcp/json_rpc.h"
 
 namespace sandbox::http {
@@ -76,7 +76,7 @@ std::vector<std::string_view> Lines(std::string_view head) {
 bool ListsToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     auto comma = value.find(',');
-    if (detail::Lower(detail::Trim(value.substr(0, comma))) == token) return true;
+    if (Lower(Trim(value.substr(0, comma))) == token) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -86,9 +86,9 @@ bool ListsToken(std::string_view value, std::string_view token) {
 }  // namespace
 
 std::optional<std::string_view> RequestHead::Header(std::string_view name) const {
-  const std::string lower = detail::Lower(name);
+  const std::string lower = Lower(name);
   for (const auto& [key, value] : headers) {
-    if (detail::Lower(key) == lower) return value;
+    if (Lower(key) == lower) return value;
   }
   return std::nullopt;
 }
@@ -188,10 +188,10 @@ std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
     const auto colon = field.find(':');
     if (colon == std::string_view::npos) return BadRequest("a header line has no ':'");
     const std::string_view name = field.substr(0, colon);
-    const std::string_view value = detail::Trim(field.substr(colon + 1));
+    const std::string_view value = Trim(field.substr(colon + 1));
     if (!IsToken(name)) return BadRequest("a header name is not a token");
     if (!IsFieldValue(value)) return BadRequest("a header value contains a control character");
-    const std::string lower = detail::Lower(name);
+    const std::string lower = Lower(name);
     if (lower == "transfer-encoding") {
       return Refusal{411,
                      "Length Required: request bodies with Transfer-Encoding are not accepted; "
@@ -211,7 +211,7 @@ std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
       out.content_length = length;
     }
     if (lower == "connection") connection = value;
-    if (lower == "expect" && detail::Lower(value) == "100-continue") out.expect_continue = true;
+    if (lower == "expect" && Lower(value) == "100-continue") out.expect_continue = true;
     out.headers.emplace_back(std::string(name), std::string(value));
   }
   if (out.content_length > limits.max_body_bytes) {

@@ -1,6 +1,6 @@
 #include "sandbox/http/response_framing.h"
 
-#include "http_util.h"
+#include "sandbox/http/http_helpers.h"
 
 namespace sandbox::http {
 namespace {
@@ -41,12 +41,11 @@ std::optional<ResponseHead> RewriteResponseHead(std::string_view head, bool head
     rest.remove_prefix(end + 2);
     const auto colon = field.find(':');
     const std::string name =
-        detail::Lower(colon == std::string_view::npos ? field : field.substr(0, colon));
-    const std::string_view value = colon == std::string_view::npos
-                                       ? std::string_view{}
-                                       : detail::Trim(field.substr(colon + 1));
+        Lower(colon == std::string_view::npos ? field : field.substr(0, colon));
+    const std::string_view value =
+        colon == std::string_view::npos ? std::string_view{} : Trim(field.substr(colon + 1));
     if (name == "connection" || name == "keep-alive") continue;
-    if (name == "transfer-encoding" && detail::Lower(value).find("chunked") != std::string::npos) {
+    if (name == "transfer-encoding" && Lower(value).find("chunked") != std::string::npos) {
       chunked = true;
     }
     if (name == "content-length" && !value.empty() &&

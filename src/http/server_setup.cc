@@ -9,9 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "http_util.h"
 #include "sandbox/http/request_head.h"
+#include "sandbox/http/rpc_error.h"
 #include "sandbox/http/worker_pool.h"
+#include "sandbox/mcp/json_rpc.h"
 
 namespace sandbox::http {
 namespace {
@@ -70,8 +71,8 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
         if (!res.body.empty() || res.content_length_ > 0 || res.content_provider_) {
           return httplib::Server::HandlerResponse::Unhandled;
         }
-        detail::SendRpcError(res, res.status, mcp::rpc_code::kServerError,
-                             OwnRefusalMessage(req, res.status, max_body));
+        SendRpcError(res, res.status, mcp::rpc_code::kServerError,
+                     OwnRefusalMessage(req, res.status, max_body));
         return httplib::Server::HandlerResponse::Handled;
       }));
   guard.Install(server, options.peer_allowed);

@@ -483,18 +483,32 @@ json Dispatcher::HandleResources(Session& session, const std::string& method, co
 
 // ---- 2026-07-28 ----
 
-std::optional<json> Dispatcher::CheckModern(const json& value) const {
+ModernCheck Dispatcher::CheckModern(const json& value) const {
   auto parsed = ParseMessage(value);
   if (auto* invalid = std::get_if<InvalidMessage>(&parsed)) {
-    return MakeError(invalid->id, invalid->error);
+    return ModernCheck{MakeError(invalid->id, invalid->error), 400, std::nullopt};
   }
-  const Message& message = std::get<Message>(parsed);
-  if (message.kind != MessageKind::kRequest) return std::nullopt;
+  return CheckModernMessage(std::get<Message>(parsed));
+}
+
+ModernCheck Dispatcher::CheckModernMessage(const Message& message) const {
+  if (message.kind != MessageKind::kRequest) return {};
   auto meta = ParseRequestMeta(message.params);
   if (auto* failure = std::get_if<RpcFailure>(&meta)) {
-    if (failure->data.is_null()) return MakeError(message.id, failure->error);
-    return MakeError(message.id, failure->error, failure->data);
+    return ModernCheck{MakeError(message.id, failure->error, failure->data), 400, std::nullopt};
   }
+  ModernCheck check;
+  check.refusal = RefuseModernRequest(message, std::get<RequestMeta>(meta));
+  if (check.refusal) {
+    check.http_status = ModernHttpStatus(*check.refusal);
+  } else {
+    check.meta = std::get<RequestMeta>(std::move(meta));
+  }
+  return check;
+}
+
+std::optional<json> Dispatcher::RefuseModernRequest(const Message& message,
+                                                    const RequestMeta& declared) const {
   const std::string& method = message.method;
   const bool known = method == "server/discover" || method == "tools/list" ||
                      method == "tools/call" || (IsResourceMethod(method) && !resources_.empty()) ||
@@ -502,7 +516,6 @@ std::optional<json> Dispatcher::CheckModern(const json& value) const {
   if (!known) {
     return ErrorResponse(message.id, rpc_code::kMethodNotFound, "Method not found: " + method);
   }
-  const RequestMeta& declared = std::get<RequestMeta>(meta);
   if (IsTaskMethod(method)) {
     if (!declared.HasExtension(kTasksExtension)) {
       return MakeError(
@@ -585,15 +598,25 @@ std::optional<json> Dispatcher::HandleModern(Session& calls, const json& value, 
         if (m.method == "notifications/cancelled") HandleNotification(calls, m.method, m.params);
       },
       [&](const Message& m, bool& suppress) -> json {
-        if (auto refusal = CheckModern(value)) return *refusal;
-        return HandleModernRequest(calls, m.method, m.id, m.params, out, suppress);
+        ModernCheck check = CheckModernMessage(m);
+        if (check.refusal) return *std::move(check.refusal);
+        return HandleModernRequest(calls, m.method, m.id, m.params, *check.meta, out, suppress);
+      });
+}
+
+std::optional<json> Dispatcher::HandleModern(Session& calls, const json& value,
+                                             const RequestMeta& meta, Outbound& out) {
+  return Route(
+      value, [](const Message&) {},
+      [&](const Message& m, bool& suppress) -> json {
+        return HandleModernRequest(calls, m.method, m.id, m.params, meta, out, suppress);
       });
 }
 
 json Dispatcher::HandleModernRequest(Session& calls, const std::string& method, const json& id,
-                                     const json& params, Outbound& out, bool& suppress) {
-  // CheckModern has vouched for the envelope, _meta, the method and the tool.
-  const RequestMeta meta = std::get<RequestMeta>(ParseRequestMeta(params));
+                                     const json& params, const RequestMeta& meta, Outbound& out,
+                                     bool& suppress) {
+  // CheckModernMessage has vouched for the envelope, _meta, the method and the tool.
   if (method == "server/discover") return Discover(id);
   if (method == "tools/list") {
     json tools = tools_.List();

@@ -16,10 +16,10 @@
 #include "sandbox/api/http_api.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/http/connection_guard.h"
-#include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
-#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/transport/legacy_sse_transport.h"
+#include "sandbox/transport/streamable_http_transport.h"
 #include "startup.h"
 
 namespace sandbox::server {
@@ -94,7 +94,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   httplib::Server server;
   http::ConfigureHttpServer(server, http_options, guard);
 
-  http::StreamableHttpOptions streamable_options;
+  transport::StreamableHttpOptions streamable_options;
   streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   streamable_options.principal = guard.Resolver();
   streamable_options.stream_slots = stream_slots;
@@ -102,13 +102,13 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   streamable_options.max_sessions_per_principal =
       static_cast<std::size_t>(config::McpSessionsPerPrincipal(config));
   streamable_options.session_idle_ttl = config.server.mcp_session_idle_timeout;
-  http::StreamableHttpTransport streamable(front.dispatcher, streamable_options, logger);
+  transport::StreamableHttpTransport streamable(front.dispatcher, streamable_options, logger);
   streamable.Register(server, "/mcp");
-  http::LegacySseOptions legacy_options;
+  transport::LegacySseOptions legacy_options;
   legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   legacy_options.principal = guard.Resolver();
   legacy_options.stream_slots = stream_slots;
-  http::LegacySseTransport legacy(front.dispatcher, legacy_options, logger);
+  transport::LegacySseTransport legacy(front.dispatcher, legacy_options, logger);
   legacy.Register(server, "/sse", "/messages");
   api::ApiOptions api_options;
   api_options.version = SANDBOX_VERSION;

@@ -13,10 +13,10 @@
 #include "sandbox/config/config.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/http/streamable_http_transport.h"
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
+#include "sandbox/transport/streamable_http_transport.h"
 
 namespace sandbox::server {
 
@@ -25,7 +25,7 @@ struct ProbeSources {
   const docker::Client* client = nullptr;
   const service::SandboxService* service = nullptr;
   const service::SessionManager* sessions = nullptr;  // null while sessions are off
-  const http::StreamableHttpTransport* streamable = nullptr;
+  const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;
   const config::Config* config = nullptr;
   metrics::Metrics* metrics = nullptr;

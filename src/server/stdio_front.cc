@@ -5,15 +5,15 @@
 #include <thread>
 
 #include "front_end.h"
-#include "sandbox/mcp/stdio_transport.h"
+#include "sandbox/transport/stdio_transport.h"
 
 namespace sandbox::server {
 
 int ServeStdio(const FrontEnd& front) {
   const auto& logger = front.logger;
-  mcp::StdioOptions stdio_options;
+  transport::StdioOptions stdio_options;
   stdio_options.max_message_bytes = static_cast<std::size_t>(front.config.server.max_body_bytes);
-  mcp::StdioTransport stdio(front.dispatcher, stdio_options, logger);
+  transport::StdioTransport stdio(front.dispatcher, stdio_options, logger);
   std::atomic<bool> input_closed{false};
   // No request guard: stdio has no tokens to change.
   admin::ConfigReloader reloader(front.config, front.load_config, nullptr, front.tuner,

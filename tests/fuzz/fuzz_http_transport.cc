@@ -1,14 +1,17 @@
-// The MCP HTTP transports as the server wires them (http/): Streamable HTTP at /mcp and legacy
-// HTTP+SSE at /sse and /messages behind the RequestGuard (two bearer tokens, so sessions of one
-// principal are probed with the other's), over the dispatcher with the fake services. No socket:
-// each request's bytes go through httplib's request parsing, the guard and the handlers in
+// The MCP HTTP transports as the server wires them (transport/, on http/): Streamable HTTP at /mcp
+// and legacy HTTP+SSE at /sse and /messages behind the RequestGuard (two bearer tokens, so sessions
+// of one principal are probed with the other's), over the dispatcher with the fake services. No
+// socket: each request's bytes go through httplib's request parsing, the guard and the handlers in
 // memory (http_harness.h), SSE responses included; a GET /sse stream stays open on a thread of
 // its own while later requests post to its session, and is closed (as a client leaving) at
 // the end.
 // Each input is a sequence of requests, each built from fuzzer choices: method, path, which of
 // Accept, Content-Type, Mcp-Session-Id (the live session's id or fuzzed bytes),
 // MCP-Protocol-Version, Origin, Host and Authorization are sent with good or fuzzed values, and
-// the body (fuzzed bytes, or an initialize). Some requests are raw fuzzed bytes instead.
+// the body (fuzzed bytes, or an initialize). Some requests are raw fuzzed bytes instead. Others
+// speak protocol 2026-07-28 (MakeModernPost): MCP-Protocol-Version, Mcp-Method and Mcp-Name
+// exact, padded, base64-wrapped (=?base64?...?=), absent or fuzzed, and a body built from
+// choices (method, name, id, _meta good or broken) or fuzzed.
 // Properties (besides: no crash, no exception escaping a handler):
 //   - every answer is well-formed HTTP; no 500;
 //   - every refusal (4xx, 503) of a route of these transports, or of the guard, carries a
@@ -17,7 +20,10 @@
 //   - a JSON answer is a JSON-RPC response (or array of them); an SSE answer is a sequence of
 //     `message` events, each a JSON-RPC message, ending with the response;
 //   - a session is never reachable with the other principal's token, and not after DELETE;
-//   - a legacy stream begins with its endpoint event, and carries only `message` events then.
+//   - a legacy stream begins with its endpoint event, and carries only `message` events then;
+//   - 2026-07-28: no Mcp-Session-Id is minted; -32020 only when a header disagrees with the
+//     body, and a missing Mcp-Method is always -32020 with 400; every answer to a request
+//     echoes its id, and every result says its resultType.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <httplib.h>
 #include <spdlog/sinks/null_sink.h>
@@ -28,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -36,11 +43,12 @@
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_dispatcher.h"
 #include "fuzz/http_harness.h"
+#include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
-#include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
-#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/transport/legacy_sse_transport.h"
+#include "sandbox/transport/streamable_http_transport.h"
 
 namespace {
 
@@ -52,6 +60,7 @@ using sandbox::fuzz::InMemoryServer;
 using sandbox::fuzz::MemoryStream;
 namespace mcp = sandbox::mcp;
 namespace http = sandbox::http;
+namespace transport = sandbox::transport;
 
 constexpr const char* kTokens[] = {"token-alice", "token-bob"};
 constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
@@ -91,6 +100,194 @@ void CheckRefusal(const HttpAnswer& a) {
   FUZZ_CHECK((*parsed)["error"].value("message", std::string()) != "", "and says why");
 }
 
+// ---- protocol 2026-07-28 ----
+
+constexpr const char* kModern = "2026-07-28";
+constexpr const char* kModernMethods[] = {"server/discover",
+                                          "tools/list",
+                                          "tools/call",
+                                          "tools/call",
+                                          "resources/list",
+                                          "resources/read",
+                                          "resources/templates/list",
+                                          "tasks/get",
+                                          "initialize",
+                                          "ping",
+                                          "notifications/cancelled",
+                                          "prompts/get"};
+constexpr const char* kToolNames[] = {"run_python", "sandbox_info", "session_list",
+                                      "session_create", "no_such_tool"};
+
+// A 2026-07-28 request as one step sends it: the headers MCP-Protocol-Version, Mcp-Method and
+// Mcp-Name (each exact, padded or base64-wrapped, absent, or fuzzed bytes, also inside the
+// =?base64?...?= wrapper) and a body built from choices (method, name, id, _meta good or
+// broken in one way) or fuzzed bytes.
+struct ModernPost {
+  std::string headers;
+  std::string body;
+  json id;                             // the request's id (null: none, or a fuzzed body)
+  bool built = false;                  // the body is a message built here, not fuzzed bytes
+  bool version_header_modern = false;  // MCP-Protocol-Version names 2026-07-28 (maybe padded)
+  bool headers_agree = false;          // every header sent says what the body says
+  bool method_header_absent = false;
+  bool odd_headers = false;  // a header value of fuzzed or unsafe bytes (httplib may refuse it)
+};
+
+// Whether `value` travels unchanged as a plain header value (printable ASCII, no space at an
+// end): otherwise only its base64 form says the same as the body.
+bool HeaderSafe(const std::string& value) {
+  if (value.empty() || value.front() == ' ' || value.back() == ' ') return false;
+  if (value.starts_with("=?base64?") && value.ends_with("?=")) return false;  // read as wrapped
+  for (char c : value) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+ModernPost MakeModernPost(FuzzedDataProvider& fdp) {
+  ModernPost r;
+  const auto c = fdp.ConsumeIntegral<std::uint16_t>();
+  std::string method;
+  std::string name_member;
+  std::string name;
+  std::optional<std::string> meta_version;
+  const bool fuzzed_wrapped = (c & 8192) != 0;
+  auto fuzzed_value = [&] {
+    std::string v = fdp.ConsumeRandomLengthString(40);
+    return fuzzed_wrapped ? "=?base64?" + v + "?=" : v;
+  };
+  if ((c & 1) == 0) {
+    r.built = true;
+    method = fdp.PickValueInArray(kModernMethods);
+    json message = {{"jsonrpc", "2.0"}, {"method", method}};
+    if ((c & 2) == 0) {
+      const int n = fdp.ConsumeIntegral<std::uint8_t>();
+      r.id = (c & 4) != 0 ? json("r" + std::to_string(n)) : json(n);
+      message["id"] = r.id;
+    }
+    json params = json::object();
+    if (method == "tools/call" || method == "prompts/get") {
+      name_member = "name";
+      const int pick = fdp.ConsumeIntegralInRange(0, 5);
+      params["name"] = pick < 5 ? std::string(kToolNames[pick]) : fdp.ConsumeRandomLengthString(20);
+      params["arguments"] = {
+          {"code", (c & 16384) != 0 ? fdp.ConsumeRandomLengthString(64) : std::string("print(1)")}};
+    } else if (method == "resources/read") {
+      name_member = "uri";
+      params["uri"] = "sandbox://sessions/" + fdp.ConsumeRandomLengthString(40);
+    } else if (method == "tasks/get") {
+      name_member = "taskId";
+      params["taskId"] = fdp.ConsumeRandomLengthString(20);
+    } else if (method == "notifications/cancelled") {
+      params["requestId"] = 1;
+    }
+    const int meta_choice = (c >> 3) & 3;
+    if (meta_choice != 3) {
+      json meta = {{"io.modelcontextprotocol/protocolVersion", kModern}};
+      if (meta_choice == 1) meta["io.modelcontextprotocol/protocolVersion"] = fuzzed_value();
+      if (meta_choice != 2) {
+        json capabilities = json::object();
+        if ((c & 64) != 0) {
+          capabilities = {{"sampling", json::object()},
+                          {"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}};
+        }
+        meta["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+      }
+      if ((c & 32) != 0) meta["io.modelcontextprotocol/logLevel"] = "debug";
+      params["_meta"] = meta;
+    }
+    message["params"] = params;
+    r.body = sandbox::mcp::DumpJson(message);
+    // What the server reads back (invalid UTF-8 in fuzzed strings is replaced on the way).
+    const json sent = json::parse(r.body);
+    if (!name_member.empty()) name = sent["params"][name_member].get<std::string>();
+    const json& meta = sent["params"].value("_meta", json());
+    if (meta.is_object() && meta.contains("io.modelcontextprotocol/protocolVersion")) {
+      meta_version = meta["io.modelcontextprotocol/protocolVersion"].get<std::string>();
+    }
+  }
+
+  const int version_choice = (c >> 7) & 3;
+  bool agree = true;
+  if (version_choice == 0 || version_choice == 1) {
+    r.headers += HeaderLine("MCP-Protocol-Version",
+                            version_choice == 0 ? std::string(kModern) : " 2026-07-28\t");
+    r.version_header_modern = true;
+    agree = !meta_version || *meta_version == kModern;
+  } else {
+    // Absent, a body of this era still needs it (-32020); fuzzed, it names another version.
+    if (version_choice == 3) {
+      r.headers += HeaderLine("MCP-Protocol-Version", fdp.ConsumeRandomLengthString(20));
+    }
+    agree = false;
+  }
+  // Mcp-Method and Mcp-Name: 0 plain, 1 base64-wrapped, 2 absent, 3 fuzzed.
+  auto standard_header = [&](const char* header, int choice, const std::string& value) {
+    if (choice == 0) {
+      r.headers += HeaderLine(header, value);
+      const bool safe = HeaderSafe(value);
+      if (!safe) r.odd_headers = true;
+      return safe;
+    }
+    if (choice == 1) {
+      r.headers += HeaderLine(header, "=?base64?" + sandbox::Base64Encode(value) + "?=");
+      return true;
+    }
+    if (choice == 3) {
+      r.headers += HeaderLine(header, fuzzed_value());
+      r.odd_headers = true;
+    }
+    return false;
+  };
+  const int method_choice = (c >> 9) & 3;
+  r.method_header_absent = method_choice == 2;
+  agree = standard_header("Mcp-Method", method_choice, method) && agree;
+  const int name_choice = (c >> 11) & 3;
+  if (!name_member.empty()) {
+    agree = standard_header("Mcp-Name", name_choice, name) && agree;
+  } else if (name_choice == 3) {
+    r.headers += HeaderLine("Mcp-Name", fuzzed_value());  // ignored: the method names nothing
+    r.odd_headers = true;
+  }
+  r.headers_agree = r.built && agree;
+  if (!r.built) r.body = fdp.ConsumeRandomLengthString(1024);
+  return r;
+}
+
+// The properties of a 2026-07-28 answer. `reaches`: the request passes the guard and the
+// transport's Accept, Content-Type and era checks, so its own handling decides the answer.
+void CheckModernAnswer(const ModernPost& sent, bool with_session, bool reaches,
+                       const HttpAnswer& a) {
+  if (sent.version_header_modern && !with_session) {
+    FUZZ_CHECK(a.Header("mcp-session-id").empty(), "2026-07-28 mints no transport session");
+  }
+  std::optional<json> last;  // the JSON-RPC message that answers the request
+  if (a.Header("content-type") == "application/json") {
+    auto parsed = sandbox::ParseJson(a.body);
+    if (parsed.ok() && parsed->is_object()) last = *parsed;
+  } else if (a.Header("content-type") == "text/event-stream") {
+    auto events = sandbox::fuzz::ParseSse(a.body);
+    if (events && !events->empty()) {
+      auto parsed = sandbox::ParseJson(events->back().data);
+      if (parsed.ok() && parsed->is_object()) last = *parsed;
+    }
+  }
+  const bool mismatch =
+      last && last->contains("error") && (*last)["error"].is_object() &&
+      (*last)["error"].value("code", 0) == sandbox::mcp::rpc_code::kHeaderMismatch;
+  if (mismatch) FUZZ_CHECK(!sent.headers_agree, "-32020 only when a header disagrees");
+  if (!reaches || !sent.built) return;
+  if (sent.method_header_absent) {
+    FUZZ_CHECK(a.status == 400 && mismatch, "Mcp-Method is required: 400, -32020");
+  }
+  if (!last || sent.id.is_null()) return;
+  FUZZ_CHECK((*last)["id"] == sent.id, "every answer echoes the request's id");
+  if (last->contains("result") && (*last)["result"].is_object()) {
+    FUZZ_CHECK((*last)["result"].value("resultType", json()).is_string(),
+               "a 2026-07-28 result says its resultType");
+  }
+}
+
 // A legacy SSE stream held open on its own thread.
 struct LegacyStream {
   std::unique_ptr<MemoryStream> stream;
@@ -106,17 +303,17 @@ class Conversation {
     guard_ = std::make_unique<http::RequestGuard>(guard_options);
     http::ConfigureHttpServer(server_, http::HttpServerOptions{}, *guard_);
 
-    http::StreamableHttpOptions streamable;
+    transport::StreamableHttpOptions streamable;
     streamable.principal = guard_->Resolver();
     streamable.sse.poll = std::chrono::milliseconds(5);
-    streamable_ = std::make_unique<http::StreamableHttpTransport>(dispatcher_, streamable,
-                                                                  mcp::testing::NullLogger());
+    streamable_ = std::make_unique<transport::StreamableHttpTransport>(dispatcher_, streamable,
+                                                                       mcp::testing::NullLogger());
     streamable_->Register(server_);
-    http::LegacySseOptions legacy;
+    transport::LegacySseOptions legacy;
     legacy.principal = guard_->Resolver();
     legacy.sse.poll = std::chrono::milliseconds(5);
-    legacy_ =
-        std::make_unique<http::LegacySseTransport>(dispatcher_, legacy, mcp::testing::NullLogger());
+    legacy_ = std::make_unique<transport::LegacySseTransport>(dispatcher_, legacy,
+                                                              mcp::testing::NullLogger());
     legacy_->Register(server_);
   }
 
@@ -200,14 +397,22 @@ class Conversation {
       headers += HeaderLine("Mcp-Session-Id",
                             value((flags & 1024) == 0, session_id_.empty() ? "none" : session_id_));
     }
-    if ((flags & 2048) != 0) {
+    // Bit 14: a request of protocol 2026-07-28 with its standard headers (ModernPost).
+    const bool modern = (flags & 16384) != 0;
+    ModernPost sent;
+    if (modern) {
+      sent = MakeModernPost(fdp);
+      headers += sent.headers;
+    } else if ((flags & 2048) != 0) {
       headers += HeaderLine("MCP-Protocol-Version",
                             (flags & 4096) != 0 ? fdp.ConsumeRandomLengthString(20)
                                                 : std::string(fdp.PickValueInArray(kVersions)));
     }
     std::string body;
-    const bool initialize = (flags & 8192) != 0;
-    if (initialize) {
+    const bool initialize = !modern && (flags & 8192) != 0;
+    if (modern) {
+      body = sent.body;
+    } else if (initialize) {
       const std::string version = fdp.PickValueInArray(kVersions);
       const int id = fdp.ConsumeIntegral<std::uint8_t>();
       body = mcp::DumpJson(mcp::testing::InitializeRequest(version, id));
@@ -245,6 +450,15 @@ class Conversation {
     if (method != "HEAD" && (answer->status == 401 || answer->status == 403 ||
                              (routed && answer->status >= 400 && !httplib_refusal))) {
       CheckRefusal(*answer);
+    }
+    if (modern && target == "/mcp" && method == "POST") {
+      // Every header good, and the guard, Accept and Content-Type too: the stateless branch
+      // answers this request itself (no Mcp-Session-Id sent, so the era is the header's).
+      const bool reaches = sent.version_header_modern && !sent.odd_headers && !with_session &&
+                           (flags & 1) == 0 && ((flags & 2) == 0 || (flags & 4) == 0) &&
+                           (auth_choice == 1 || auth_choice == 2) && (flags & 96) == 0 &&
+                           (flags & 384) == 0;
+      CheckModernAnswer(sent, with_session, reaches, *answer);
     }
     if (target != "/mcp" || answer->status != 200 || method != "POST") return;
 
@@ -356,8 +570,8 @@ class Conversation {
   mcp::Dispatcher dispatcher_ = sandbox::fuzz::MakeFuzzDispatcher(service_, sessions_);
   std::unique_ptr<http::RequestGuard> guard_;
   InMemoryServer server_;
-  std::unique_ptr<http::StreamableHttpTransport> streamable_;
-  std::unique_ptr<http::LegacySseTransport> legacy_;
+  std::unique_ptr<transport::StreamableHttpTransport> streamable_;
+  std::unique_ptr<transport::LegacySseTransport> legacy_;
   std::vector<LegacyStream> streams_;
   std::string session_id_;
   std::string session_principal_;

@@ -173,6 +173,59 @@ def http_transport():
     write("http_transport", "raw", f.bytes())
 
 
+MODERN_METHODS = ["server/discover", "tools/list", "tools/call", "tools/call", "resources/list",
+                  "resources/read", "resources/templates/list", "tasks/get", "initialize", "ping",
+                  "notifications/cancelled", "prompts/get"]
+
+
+def modern_step(f, c, method=None, id_=1, tool=0, strings=()):
+    """One Conversation::Step of fuzz_http_transport sending a 2026-07-28 request (flags bit 14)
+    as alice without Mcp-Session-Id, every other header good. `c`: the request's choices
+    (MakeModernPost); `strings`: its fuzzed strings in the order it reads them."""
+    f.int_in_range(0, 9, 1)
+    f.int_in_range(0, 15, 1)
+    f.pick(HTTP_METHODS, "POST")
+    f.int_in_range(0, 7, 0)
+    f.u16((1 << 3) | 512 | 16384)
+    f.u16(c)
+    if not c & 1:
+        f.pick(MODERN_METHODS, method)
+        if not c & 2:
+            f.u8(id_)
+        if method in ("tools/call", "prompts/get"):
+            f.int_in_range(0, 5, tool)
+    for text in strings:
+        f.string(text)
+
+
+def http_transport_modern():
+    # c: bit 0 fuzzed body, 3-4 _meta (2: no capabilities), 5 logLevel, 6 capabilities,
+    # 7-8 MCP-Protocol-Version (1: padded), 9-10 Mcp-Method and 11-12 Mcp-Name (1: base64,
+    # 2: absent, 3: fuzzed), 13 fuzzed values base64-wrapped.
+    f = Fdp().int_in_range(1, 8, 5)
+    modern_step(f, 0, "server/discover", 1)
+    modern_step(f, 0, "tools/list", 2)
+    modern_step(f, 1 << 11, "tools/call", 3)
+    modern_step(f, (1 << 7) | (1 << 9) | 32 | 64, "tools/call", 4)
+    modern_step(f, 1 << 11, "resources/read", 5, strings=[SESSION + "/files/a.txt"])
+    write("http_transport", "modern", f.bytes())
+
+    f = Fdp().int_in_range(1, 8, 5)
+    modern_step(f, 3 << 9, "server/discover", 1, strings=["tools/list"])  # Mcp-Method differs
+    modern_step(f, 2 << 9, "tools/list", 2)  # Mcp-Method missing
+    modern_step(f, (3 << 11) | 8192, "tools/call", 3, strings=["cnVuX3B5dGhvbg=="])  # wrapped
+    modern_step(f, 2 << 3, "tools/list", 4)  # _meta without capabilities
+    modern_step(f, 4, "initialize", 5)  # removed in this revision: 404, a string id
+    write("http_transport", "modern-refusals", f.bytes())
+
+    f = Fdp().int_in_range(1, 8, 2)
+    modern_step(f, 1 | (1 << 11), strings=[rpc(7, "tools/list", {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}})])
+    modern_step(f, 1 << 3, "tools/list", 8, strings=["2025-11-25"])  # a legacy version in _meta
+    write("http_transport", "modern-raw", f.bytes())
+
+
 API_METHODS = ["POST", "POST", "GET", "PUT", "DELETE", "HEAD"]
 
 
@@ -316,6 +369,7 @@ def small():
 if __name__ == "__main__":
     mcp_dispatcher()
     http_transport()
+    http_transport_modern()
     api_routes()
     docker_stream()
     docker_answers()

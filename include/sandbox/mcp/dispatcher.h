@@ -45,6 +45,19 @@ struct ServerIdentity {
   std::string instructions;  // sent in the initialize result when not empty
 };
 
+// What Dispatcher::CheckModern finds in a 2026-07-28 message before any work.
+struct ModernCheck {
+  // The error to answer instead of serving the message; nullopt: serve it.
+  std::optional<nlohmann::json> refusal;
+  // The refusal's HTTP status on Streamable HTTP: 400 for a malformed request (its envelope,
+  // _meta or version, or a capability it needs and did not declare), 404 for an unknown method,
+  // 200 for an error about the call itself (an unknown tool, arguments that are no object),
+  // which is an answer like any other.
+  int http_status = 200;
+  // The request's _meta, read once here: set for a request that passed.
+  std::optional<RequestMeta> meta;
+};
+
 class Dispatcher {
  public:
   Dispatcher(ServerIdentity identity, ToolRegistry tools, std::shared_ptr<spdlog::logger> logger);
@@ -74,11 +87,16 @@ class Dispatcher {
   // nullopt for notifications, client responses and cancelled requests.
   std::optional<nlohmann::json> HandleModern(Session& calls, const nlohmann::json& message,
                                              Outbound& out);
-  // The refusal HandleModern would answer for a request before any work (a bad envelope or
+  // The same for a request CheckModern(message) passed, with the _meta it read (`meta`): the
+  // request is served without reading its _meta or checking it again.
+  std::optional<nlohmann::json> HandleModern(Session& calls, const nlohmann::json& message,
+                                             const RequestMeta& meta, Outbound& out);
+  // The refusal HandleModern would answer for a message before any work (a bad envelope or
   // _meta, an unknown method or tool, arguments that are no object, a capability the tool needs
-  // and the request did not declare), or nullopt. Transports ask before opening a stream, so
-  // these errors get their own HTTP status.
-  std::optional<nlohmann::json> CheckModern(const nlohmann::json& message) const;
+  // and the request did not declare) with its HTTP status, and the request's parsed _meta.
+  // Transports ask before opening a stream, so these errors get their own HTTP status; a
+  // notification or response is refused only for its envelope.
+  ModernCheck CheckModern(const nlohmann::json& message) const;
   // The HTTP status of a 2026-07-28 error response: 404 for -32601, 400 for -32020, -32021 and
   // -32022, else 200 (a JSON-RPC error is an answer like any other).
   static int ModernHttpStatus(const nlohmann::json& response);
@@ -112,9 +130,17 @@ class Dispatcher {
   nlohmann::json HandleResources(Session& session, const std::string& method,
                                  const nlohmann::json& id, const nlohmann::json& params,
                                  bool modern);
+  // CheckModern after the envelope: the request's _meta (400 when broken), then
+  // RefuseModernRequest (its status by ModernHttpStatus).
+  ModernCheck CheckModernMessage(const Message& message) const;
+  // The refusal of a request whose _meta is valid: an unknown method, a task method without the
+  // extension or a taskId, a tools/call the tool or the declared capabilities refuse.
+  std::optional<nlohmann::json> RefuseModernRequest(const Message& message,
+                                                    const RequestMeta& declared) const;
+  // `meta`: the request's own, as CheckModernMessage read it.
   nlohmann::json HandleModernRequest(Session& calls, const std::string& method,
                                      const nlohmann::json& id, const nlohmann::json& params,
-                                     Outbound& out, bool& suppress);
+                                     const RequestMeta& meta, Outbound& out, bool& suppress);
   nlohmann::json Discover(const nlohmann::json& id) const;
   nlohmann::json HandleTasks(const std::string& principal, const std::string& method,
                              const nlohmann::json& id, const nlohmann::json& params);

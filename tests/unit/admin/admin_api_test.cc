@@ -136,6 +136,20 @@ TEST_F(AdminApiTest, PatchChangesAndRefusesWithJsonBodies) {
   EXPECT_EQ(pools_.Settings("default")->sizes.min_idle, 3);
 }
 
+// A pool name is whatever bytes the path holds, invalid UTF-8 included: the refusal that names
+// it is still a JSON body (the bad bytes replaced), never an exception out of the handler.
+TEST_F(AdminApiTest, APoolNameOfInvalidUtf8IsRefusedWithJson) {
+  Serve({{"ops", kAdminToken}});
+  for (const char* method : {"GET", "PATCH"}) {
+    auto res = Call(method, "/admin/pools/%FFgpu%C3", kAdminToken, R"({"min_idle": 1})");
+    ASSERT_TRUE(res) << method;
+    EXPECT_EQ(res->status, 404) << method << ": " << res->body;
+    const json body = Body(res);
+    ASSERT_FALSE(body.is_discarded()) << res->body;
+    EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr("\xEF\xBF\xBDgpu"));
+  }
+}
+
 TEST_F(AdminApiTest, AutoscaledMinIdleIsAConflict) {
   Serve({{"ops", kAdminToken}});
   ASSERT_EQ(Call("PATCH", "/admin/pools/default", kAdminToken,

@@ -1,6 +1,6 @@
-// MCP 2026-07-28 in the dispatcher and on stdio: requests served without initialize, _meta
-// validated on each, the revision's result fields and error codes, logs only when the request
-// asks, capabilities read from the request itself; and stdio telling the eras apart.
+// MCP 2026-07-28 in the dispatcher: requests served without initialize, _meta validated on each,
+// the revision's result fields and error codes, logs only when the request asks, capabilities
+// read from the request itself. (How stdio tells the eras apart: tests/unit/transport.)
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -8,8 +8,6 @@
 #include "sandbox/mcp/conformance_tools.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_state.h"
-#include "sandbox/mcp/stdio_transport.h"
-#include "unit/mcp/stdio_fixture.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {
@@ -17,19 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 using testing::FakeService;
+using testing::ModernRequest;
 using testing::RecordingOutbound;
-
-json Meta(json capabilities = json::object()) {
-  return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-          {"io.modelcontextprotocol/clientCapabilities", std::move(capabilities)},
-          {"io.modelcontextprotocol/clientInfo", {{"name", "test"}, {"version", "1"}}}};
-}
-
-json ModernRequest(const json& id, const std::string& method, json params = json::object(),
-                   json meta = Meta()) {
-  params["_meta"] = std::move(meta);
-  return testing::Request(id, method, std::move(params));
-}
 
 Dispatcher MakeFixtureDispatcher() {
   ToolRegistry tools;
@@ -72,20 +59,20 @@ TEST_F(ModernDispatcherTest, MetaIsRequiredOnEveryRequest) {
   json no_meta = testing::Request(5, "tools/list");
   EXPECT_EQ(Handle(no_meta)["error"]["code"], rpc_code::kInvalidParams);
   EXPECT_EQ(Handle(no_meta)["id"], 5);
-  json meta = Meta();
+  json meta = testing::ModernMeta();
   meta.erase("io.modelcontextprotocol/protocolVersion");
   EXPECT_EQ(Handle(ModernRequest(6, "tools/list", {}, meta))["error"]["code"],
             rpc_code::kInvalidParams);
-  meta = Meta();
+  meta = testing::ModernMeta();
   meta.erase("io.modelcontextprotocol/clientCapabilities");
   EXPECT_EQ(Handle(ModernRequest(7, "tools/list", {}, meta))["error"]["code"],
             rpc_code::kInvalidParams);
   // clientInfo is optional.
-  meta = Meta();
+  meta = testing::ModernMeta();
   meta.erase("io.modelcontextprotocol/clientInfo");
   EXPECT_TRUE(Handle(ModernRequest(8, "tools/list", {}, meta)).contains("result"));
   // A bad log level is a bad _meta.
-  meta = Meta();
+  meta = testing::ModernMeta();
   meta["io.modelcontextprotocol/logLevel"] = "loud";
   EXPECT_EQ(Handle(ModernRequest(9, "tools/list", {}, meta))["error"]["code"],
             rpc_code::kInvalidParams);
@@ -93,7 +80,7 @@ TEST_F(ModernDispatcherTest, MetaIsRequiredOnEveryRequest) {
 
 TEST_F(ModernDispatcherTest, AnUnservedVersionNamesTheSupportedOnes) {
   for (const char* version : {"v999.0.0", "2025-11-25"}) {
-    json meta = Meta();
+    json meta = testing::ModernMeta();
     meta["io.modelcontextprotocol/protocolVersion"] = version;
     json response = Handle(ModernRequest(3, "server/discover", {}, meta));
     EXPECT_EQ(response["error"]["code"], rpc_code::kUnsupportedProtocolVersion) << version;
@@ -102,6 +89,50 @@ TEST_F(ModernDispatcherTest, AnUnservedVersionNamesTheSupportedOnes) {
     EXPECT_EQ(response["id"], 3);
     EXPECT_EQ(Dispatcher::ModernHttpStatus(response), 400);
   }
+}
+
+// CheckModern reads the envelope and _meta once: a refusal with its HTTP status (400 for a
+// malformed request, 404 for an unknown method, 200 for an error about the call), or the
+// request's _meta for HandleModern, which then serves it without reading _meta again.
+TEST_F(ModernDispatcherTest, CheckModernHandsBackTheMetaOrARefusalWithItsStatus) {
+  json meta = testing::ModernMeta({{"sampling", json::object()}});
+  meta["io.modelcontextprotocol/logLevel"] = "debug";
+  ModernCheck passed = dispatcher_.CheckModern(ModernRequest(1, "tools/list", {}, meta));
+  EXPECT_FALSE(passed.refusal);
+  ASSERT_TRUE(passed.meta);
+  EXPECT_EQ(passed.meta->protocol_version, "2026-07-28");
+  EXPECT_TRUE(passed.meta->HasCapability("sampling"));
+  EXPECT_EQ(passed.meta->log_level, LogLevel::kDebug);
+  auto served = dispatcher_.HandleModern(calls_, ModernRequest(1, "tools/list", {}, meta),
+                                         *passed.meta, out_);
+  ASSERT_TRUE(served);
+  EXPECT_EQ((*served)["result"]["resultType"], "complete");
+
+  auto refused = [this](const json& message, int code, int status) {
+    ModernCheck check = dispatcher_.CheckModern(message);
+    ASSERT_TRUE(check.refusal) << message;
+    EXPECT_FALSE(check.meta);
+    EXPECT_EQ((*check.refusal)["error"]["code"], code) << message;
+    EXPECT_EQ(check.http_status, status) << message;
+    EXPECT_EQ((*check.refusal)["id"], message.value("id", json())) << message;
+  };
+  refused(testing::Request(2, "tools/list"), rpc_code::kInvalidParams, 400);  // no _meta
+  json old = testing::ModernMeta();
+  old["io.modelcontextprotocol/protocolVersion"] = "2025-11-25";
+  refused(ModernRequest(3, "tools/list", {}, old), rpc_code::kUnsupportedProtocolVersion, 400);
+  json no_version = ModernRequest(4, "tools/list");
+  no_version.erase("jsonrpc");
+  refused(no_version, rpc_code::kInvalidRequest, 400);
+  refused(ModernRequest(5, "ping"), rpc_code::kMethodNotFound, 404);
+  refused(ModernRequest(6, "tools/call", {{"name", "no_such_tool"}}), rpc_code::kInvalidParams,
+          200);
+  refused(ModernRequest(7, "tools/call", {{"name", "test_missing_capability"}}),
+          rpc_code::kMissingClientCapability, 400);
+
+  // A notification is refused for its envelope only.
+  ModernCheck note = dispatcher_.CheckModern(testing::Notification("notifications/cancelled"));
+  EXPECT_FALSE(note.refusal);
+  EXPECT_FALSE(note.meta);
 }
 
 TEST_F(ModernDispatcherTest, RemovedAndUnknownMethodsAreNotFound) {
@@ -162,7 +193,7 @@ TEST_F(ModernDispatcherTest, ToolResultsCarryResultType) {
 TEST_F(ModernDispatcherTest, LogsLeaveOnlyWhenTheRequestNamesALevel) {
   Handle(ModernRequest(1, "tools/call", {{"name", "test_logging_tool"}}));
   EXPECT_TRUE(out_.WithMethod("notifications/message").empty());
-  json meta = Meta();
+  json meta = testing::ModernMeta();
   meta["io.modelcontextprotocol/logLevel"] = "info";
   Handle(ModernRequest(2, "tools/call", {{"name", "test_logging_tool"}}, meta));
   EXPECT_EQ(out_.WithMethod("notifications/message").size(), 2u);
@@ -179,7 +210,7 @@ TEST_F(ModernDispatcherTest, ACapabilityCountsOnlyWhenThisRequestDeclaresIt) {
   EXPECT_TRUE(response["error"]["data"]["requiredCapabilities"]["sampling"].is_object());
   EXPECT_EQ(Dispatcher::ModernHttpStatus(response), 400);
   response = Handle(ModernRequest(2, "tools/call", {{"name", "test_missing_capability"}},
-                                  Meta({{"sampling", json::object()}})));
+                                  testing::ModernMeta({{"sampling", json::object()}})));
   EXPECT_EQ(response["result"]["resultType"], "complete");
   // Declared before, not now: refused again.
   response = Handle(ModernRequest(3, "tools/call", {{"name", "test_missing_capability"}}));
@@ -198,8 +229,9 @@ TEST_F(ModernDispatcherTest, NotificationsAndResponsesGetNoAnswer) {
 
 TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
   const json caps = {{"elicitation", json::object()}};
-  json first = Handle(ModernRequest(
-      1, "tools/call", {{"name", "test_input_required_result_request_state"}}, Meta(caps)));
+  json first =
+      Handle(ModernRequest(1, "tools/call", {{"name", "test_input_required_result_request_state"}},
+                           testing::ModernMeta(caps)));
   const json& round1 = first["result"];
   EXPECT_EQ(round1["resultType"], "input_required");
   ASSERT_TRUE(round1["requestState"].is_string());
@@ -210,7 +242,7 @@ TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
                                      {{"name", "test_input_required_result_request_state"},
                                       {"inputResponses", answers},
                                       {"requestState", round1["requestState"]}},
-                                     Meta(caps)));
+                                     testing::ModernMeta(caps)));
   EXPECT_EQ(second["result"]["resultType"], "complete");
   EXPECT_NE(second["result"]["content"][0]["text"].get<std::string>().find("state-ok"),
             std::string::npos);
@@ -220,14 +252,14 @@ TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
                            {{"name", "test_input_required_result_request_state"},
                             {"inputResponses", answers},
                             {"requestState", round1["requestState"].get<std::string>() + "x"}},
-                           Meta(caps)));
+                           testing::ModernMeta(caps)));
   EXPECT_EQ(tampered["error"]["code"], rpc_code::kInvalidParams);
   // Sealed for this tool: useless with another.
   json other_tool = Handle(ModernRequest(4, "tools/call",
                                          {{"name", "test_input_required_result_tampered_state"},
                                           {"inputResponses", answers},
                                           {"requestState", round1["requestState"]}},
-                                         Meta(caps)));
+                                         testing::ModernMeta(caps)));
   EXPECT_EQ(other_tool["error"]["code"], rpc_code::kInvalidParams);
   // ... and for this principal: useless to another token.
   Session bob("bob");
@@ -237,7 +269,7 @@ TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
                                              {{"name", "test_input_required_result_request_state"},
                                               {"inputResponses", answers},
                                               {"requestState", round1["requestState"]}},
-                                             Meta(caps)),
+                                             testing::ModernMeta(caps)),
                                out_);
   EXPECT_EQ((*foreign)["error"]["code"], rpc_code::kInvalidParams);
 }
@@ -251,7 +283,7 @@ TEST_F(ModernDispatcherTest, InputRequestsOnlyForDeclaredCapabilities) {
   EXPECT_TRUE(response["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
   response = Handle(ModernRequest(2, "tools/call",
                                   {{"name", "test_input_required_result_multiple_inputs"}},
-                                  Meta({{"sampling", json::object()}})));
+                                  testing::ModernMeta({{"sampling", json::object()}})));
   const json& requests = response["result"]["inputRequests"];
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests["greeting"]["method"], "sampling/createMessage");
@@ -281,44 +313,6 @@ TEST(RequestStateSealerTest, OpensOnlyWhatItSealedForThatPrincipalToolAndTime) {
   EXPECT_FALSE(other_key.Open("alice", "tool", sealed).ok());
   now += std::chrono::seconds(61);
   EXPECT_FALSE(sealer.Open("alice", "tool", sealed).ok());
-}
-
-// ---- stdio ----
-
-using ModernStdioTest = testing::StdioTest;
-
-TEST_F(ModernStdioTest, ModernRequestsNeedNoInitialize) {
-  WriteLine(ModernRequest(1, "server/discover"));
-  EXPECT_EQ(ReadLine()["result"]["supportedVersions"][0], "2026-07-28");
-  WriteLine(ModernRequest(2, "tools/call",
-                          {{"name", "run_python"}, {"arguments", {{"code", "print(1)"}}}}));
-  json response = ReadLine();
-  EXPECT_EQ(response["id"], 2);
-  EXPECT_EQ(response["result"]["resultType"], "complete");
-  // A legacy request before initialize is still refused as before.
-  WriteLine(testing::Request(3, "tools/list"));
-  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kInvalidRequest);
-}
-
-TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
-  service_.SetBehaviour(service_.BlockUntilCancelled());
-  WriteLine(ModernRequest(7, "tools/call",
-                          {{"name", "run_python"}, {"arguments", {{"code", "while True: pass"}}}}));
-  ASSERT_TRUE(service_.WaitStarted());
-  WriteLine(testing::Notification("notifications/cancelled", {{"requestId", 7}}));
-  EXPECT_TRUE(service_.WaitCancelled());
-  WriteLine(ModernRequest(8, "tools/list"));
-  EXPECT_EQ(ReadLine()["id"], 8);  // the cancelled call sent no response
-}
-
-TEST_F(ModernStdioTest, InitializeMakesTheProcessLegacy) {
-  WriteLine(testing::InitializeRequest());
-  EXPECT_EQ(ReadLine()["result"]["protocolVersion"], "2025-11-25");
-  // After initialize, server/discover is a method the legacy era does not know.
-  WriteLine(ModernRequest(2, "server/discover"));
-  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kMethodNotFound);
-  WriteLine(ModernRequest(3, "tools/list"));
-  EXPECT_FALSE(ReadLine()["result"].contains("resultType"));
 }
 
 }  // namespace

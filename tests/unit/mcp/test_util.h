@@ -106,6 +106,21 @@ inline json InitializeRequest(const std::string& version = "2025-11-25", json id
                   {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
 }
 
+// The _meta a 2026-07-28 request carries: its version, the capabilities it declares and the
+// client's identity.
+inline json ModernMeta(json capabilities = json::object()) {
+  return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+          {"io.modelcontextprotocol/clientCapabilities", std::move(capabilities)},
+          {"io.modelcontextprotocol/clientInfo", {{"name", "test"}, {"version", "1"}}}};
+}
+
+// A 2026-07-28 request: `params` with `meta` as its _meta.
+inline json ModernRequest(const json& id, const std::string& method, json params = json::object(),
+                          json meta = ModernMeta()) {
+  params["_meta"] = std::move(meta);
+  return Request(id, method, std::move(params));
+}
+
 inline json CallRunPython(const json& id, json arguments, json progress_token = nullptr) {
   json params = {{"name", "run_python"}, {"arguments", std::move(arguments)}};
   if (!progress_token.is_null()) params["_meta"] = {{"progressToken", progress_token}};

@@ -1,8 +1,8 @@
-#include "sandbox/http/mcp_headers.h"
+#include "sandbox/transport/mcp_headers.h"
 
 #include "sandbox/core/base64.h"
 
-namespace sandbox::http {
+namespace sandbox::transport {
 namespace {
 
 constexpr std::string_view kPrefix = "=?base64?";
@@ -89,4 +89,4 @@ std::optional<std::string> CheckMcpHeaders(const HeaderLookup& header,
   return std::nullopt;
 }
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

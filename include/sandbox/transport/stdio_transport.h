@@ -28,7 +28,7 @@
 #include "sandbox/mcp/session.h"
 #include "sandbox/mcp/task_group.h"
 
-namespace sandbox::mcp {
+namespace sandbox::transport {
 
 struct StdioOptions {
   std::size_t max_message_bytes = 8 << 20;
@@ -37,7 +37,7 @@ struct StdioOptions {
 
 class StdioTransport {
  public:
-  StdioTransport(Dispatcher& dispatcher, StdioOptions options,
+  StdioTransport(mcp::Dispatcher& dispatcher, StdioOptions options,
                  std::shared_ptr<spdlog::logger> logger);
 
   // Serves until end of input or Stop(). Returns after every task has ended.
@@ -49,16 +49,16 @@ class StdioTransport {
   void HandleLine(std::string_view line);
   void Write(const nlohmann::json& message);
 
-  Dispatcher& dispatcher_;
+  mcp::Dispatcher& dispatcher_;
   const StdioOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
-  Session session_;
+  mcp::Session session_;
   // The 2026-07-28 requests in flight, so notifications/cancelled finds them.
-  Session modern_;
+  mcp::Session modern_;
   std::atomic<bool> stop_{false};
   std::mutex write_mu_;
   int out_fd_ = -1;
-  TaskGroup tasks_;
+  mcp::TaskGroup tasks_;
 };
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::transport

@@ -10,15 +10,17 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/http/legacy_sse_transport.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
-#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/transport/legacy_sse_transport.h"
+#include "sandbox/transport/streamable_http_transport.h"
 #include "unit/mcp/test_util.h"
 
-namespace sandbox::http::testing {
+namespace sandbox::transport::testing {
 
 using json = nlohmann::json;
+using http::GuardOptions;
+using http::RequestGuard;
 using mcp::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
@@ -62,11 +64,11 @@ class HttpTransportTest : public ::testing::Test {
  protected:
   void Start(GuardOptions guard_options = {}) {
     guard_ = std::make_unique<RequestGuard>(std::move(guard_options));
-    HttpServerOptions options;
+    http::HttpServerOptions options;
     options.threads = threads_;
     options.stream_workers = stream_workers_;
     options.max_body_bytes = 64 << 10;
-    ConfigureHttpServer(server_, options, *guard_);
+    http::ConfigureHttpServer(server_, options, *guard_);
     StreamableHttpOptions streamable_options;
     streamable_options.max_body_bytes = 64 << 10;
     streamable_options.sse.poll = std::chrono::milliseconds(50);
@@ -149,4 +151,4 @@ class HttpTransportTest : public ::testing::Test {
   std::string session_;
 };
 
-}  // namespace sandbox::http::testing
+}  // namespace sandbox::transport::testing

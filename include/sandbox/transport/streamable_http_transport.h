@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "sandbox/core/slot_limiter.h"
@@ -58,7 +59,7 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
-namespace sandbox::http {
+namespace sandbox::transport {
 
 struct StreamableHttpOptions {
   std::size_t max_body_bytes = 8 << 20;
@@ -72,10 +73,10 @@ struct StreamableHttpOptions {
   // Each tools/call stream holds a slot (it holds an HTTP worker until the result); none free:
   // 503. Shared with the other transports; null: no bound but max_concurrent_calls.
   std::shared_ptr<SlotLimiter> stream_slots;
-  SseOptions sse;
+  http::SseOptions sse;
   // The principal of a request from its Authorization header (RequestGuard::Resolver());
   // unset: every request is "local".
-  PrincipalResolver principal;
+  http::PrincipalResolver principal;
 };
 
 class StreamableHttpTransport {
@@ -114,8 +115,10 @@ class StreamableHttpTransport {
   void HandleModernPost(const httplib::Request& req, nlohmann::json message,
                         httplib::Response& res);
   // Answers one request as an SSE stream; closing the stream cancels it. `session` holds the
-  // request in flight (a legacy session, or a 2026-07-28 request's own record).
-  void StreamCall(const std::shared_ptr<mcp::Session>& session, bool modern, nlohmann::json message,
+  // request in flight (a legacy session, or a 2026-07-28 request's own record); `modern`: a
+  // 2026-07-28 request's _meta as CheckModern read it, nullopt for the legacy era.
+  void StreamCall(const std::shared_ptr<mcp::Session>& session,
+                  std::optional<mcp::RequestMeta> modern, nlohmann::json message,
                   httplib::Response& res);
 
   mcp::Dispatcher& dispatcher_;
@@ -127,4 +130,4 @@ class StreamableHttpTransport {
   mcp::TaskGroup tasks_;
 };
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

@@ -1,18 +1,19 @@
-#include "sandbox/http/streamable_http_transport.h"
+#include "sandbox/transport/streamable_http_transport.h"
 
 #include <httplib.h>
 
 #include <optional>
-#include <variant>
 
-#include "http_util.h"
-#include "sandbox/http/mcp_headers.h"
+#include "http_common.h"
+#include "sandbox/http/http_helpers.h"
+#include "sandbox/http/rpc_error.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/random_id.h"
 #include "sandbox/mcp/request_meta.h"
+#include "sandbox/transport/mcp_headers.h"
 
-namespace sandbox::http {
+namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
@@ -23,18 +24,6 @@ using mcp::rpc_code::kSessionNotFound;
 
 constexpr const char* kSessionHeader = "Mcp-Session-Id";
 constexpr const char* kVersionHeader = "MCP-Protocol-Version";
-
-// Sends each message of the request as an SSE event.
-class ChannelOutbound final : public mcp::Outbound {
- public:
-  explicit ChannelOutbound(std::shared_ptr<SseChannel> channel) : channel_(std::move(channel)) {}
-  void Send(const json& message) override {
-    channel_->Push(FormatSseEvent("message", mcp::DumpJson(message)));
-  }
-
- private:
-  std::shared_ptr<SseChannel> channel_;
-};
 
 bool IsInitialize(const json& message) {
   return message.is_object() && message.contains("method") && message["method"] == "initialize";
@@ -85,8 +74,8 @@ void StreamableHttpTransport::Register(httplib::Server& server, const std::strin
   });
   auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
     res.set_header("Allow", "POST, DELETE");
-    detail::SendRpcError(res, 405, kServerError,
-                         "Method Not Allowed: this server opens no GET stream; POST messages");
+    http::SendRpcError(res, 405, kServerError,
+                       "Method Not Allowed: this server opens no GET stream; POST messages");
   };
   server.Get(path, not_allowed);
   server.Put(path, not_allowed);
@@ -94,8 +83,7 @@ void StreamableHttpTransport::Register(httplib::Server& server, const std::strin
 }
 
 std::string StreamableHttpTransport::PrincipalOf(const httplib::Request& req) const {
-  if (!options_.principal) return std::string(kLocalPrincipal);
-  return options_.principal(req.get_header_value("Authorization"));
+  return detail::PrincipalOf(options_.principal, req);
 }
 
 std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::CreateSession(
@@ -189,30 +177,29 @@ void StreamableHttpTransport::Shutdown() {
 
 void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::Response& res) {
   if (shutting_down_.load()) {
-    detail::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
+    http::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
     return;
   }
   const std::string accept = req.get_header_value("Accept");
-  if (!detail::Accepts(accept, "application/json") ||
-      !detail::Accepts(accept, "text/event-stream")) {
-    detail::SendRpcError(res, 406, kServerError,
-                         "Not Acceptable: Accept must list application/json and text/event-stream");
+  if (!http::Accepts(accept, "application/json") || !http::Accepts(accept, "text/event-stream")) {
+    http::SendRpcError(res, 406, kServerError,
+                       "Not Acceptable: Accept must list application/json and text/event-stream");
     return;
   }
-  if (detail::MediaType(req.get_header_value("Content-Type")) != "application/json") {
-    detail::SendRpcError(res, 415, kServerError,
-                         "Unsupported Media Type: Content-Type must be application/json");
+  if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
+    http::SendRpcError(res, 415, kServerError,
+                       "Unsupported Media Type: Content-Type must be application/json");
     return;
   }
   if (req.body.size() > options_.max_body_bytes) {
-    detail::SendRpcError(
+    http::SendRpcError(
         res, 413, kServerError,
         "Payload Too Large: the limit is " + std::to_string(options_.max_body_bytes) + " bytes");
     return;
   }
   auto parsed = mcp::ParseJsonText(req.body);
   if (!parsed.ok()) {
-    detail::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
+    http::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
     return;
   }
   json message = std::move(parsed).value();
@@ -220,13 +207,13 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   // error to echo it).
   std::optional<std::string> header_version;
   if (req.has_header(kVersionHeader)) {
-    header_version = std::string(detail::Trim(req.get_header_value(kVersionHeader)));
+    header_version = std::string(http::Trim(req.get_header_value(kVersionHeader)));
   }
   if (header_version && !mcp::IsSupportedProtocolVersion(*header_version) &&
       !mcp::IsModernProtocolVersion(*header_version)) {
-    detail::SendRpcError(res, 400, mcp::rpc_code::kUnsupportedProtocolVersion,
-                         "Unsupported protocol version: MCP-Protocol-Version " + *header_version,
-                         IdOf(message), mcp::UnsupportedVersionData(*header_version));
+    http::SendRpcError(res, 400, mcp::rpc_code::kUnsupportedProtocolVersion,
+                       "Unsupported protocol version: MCP-Protocol-Version " + *header_version,
+                       IdOf(message), mcp::UnsupportedVersionData(*header_version));
     return;
   }
   if (IsModernPost(req, message, header_version)) {
@@ -239,7 +226,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     auto session = CreateSession(PrincipalOf(req), refusal);
     if (session == nullptr) {
       res.set_header("Retry-After", "1");
-      detail::SendRpcError(res, refusal.first, kServerError, refusal.second);
+      http::SendRpcError(res, refusal.first, kServerError, refusal.second);
       return;
     }
     mcp::NullOutbound out;
@@ -250,33 +237,33 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
         res.status = 202;
         return;
       }
-      detail::SendJson(res, 200, *response);  // a JSON-RPC error, e.g. invalid params
+      http::SendJson(res, 200, *response);  // a JSON-RPC error, e.g. invalid params
       return;
     }
     res.set_header(kSessionHeader, session->id);
-    detail::SendJson(res, 200, *response);
+    http::SendJson(res, 200, *response);
     return;
   }
   if (message.is_array()) {
     for (const auto& member : message) {
       if (IsInitialize(member)) {
-        detail::SendRpcError(res, 400, kInvalidRequest,
-                             "Invalid Request: initialize must not be part of a batch");
+        http::SendRpcError(res, 400, kInvalidRequest,
+                           "Invalid Request: initialize must not be part of a batch");
         return;
       }
     }
   }
 
   if (!req.has_header(kSessionHeader)) {
-    detail::SendRpcError(res, 400, kServerError,
-                         "Bad Request: Mcp-Session-Id header is required (send initialize first, "
-                         "or name protocol version 2026-07-28 in MCP-Protocol-Version and _meta)",
-                         IdOf(message));
+    http::SendRpcError(res, 400, kServerError,
+                       "Bad Request: Mcp-Session-Id header is required (send initialize first, "
+                       "or name protocol version 2026-07-28 in MCP-Protocol-Version and _meta)",
+                       IdOf(message));
     return;
   }
   auto session = FindSession(req.get_header_value(kSessionHeader), PrincipalOf(req));
   if (session == nullptr) {
-    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found", IdOf(message));
+    http::SendRpcError(res, 404, kSessionNotFound, "Session not found", IdOf(message));
     return;
   }
 
@@ -287,7 +274,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
       res.status = 202;
       return;
     }
-    detail::SendJson(res, 200, *response);
+    http::SendJson(res, 200, *response);
     return;
   }
   if (!IsRequest(message)) {
@@ -295,15 +282,15 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     mcp::NullOutbound out;
     auto response = dispatcher_.Handle(session->mcp, message, out);
     if (response) {
-      detail::SendJson(res, 400, *response);
+      http::SendJson(res, 400, *response);
       return;
     }
     res.status = 202;
     return;
   }
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    StreamCall(std::shared_ptr<mcp::Session>(session, &session->mcp), false, std::move(message),
-               res);
+    StreamCall(std::shared_ptr<mcp::Session>(session, &session->mcp), std::nullopt,
+               std::move(message), res);
     return;
   }
   mcp::NullOutbound out;
@@ -312,21 +299,21 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     res.status = 202;
     return;
   }
-  detail::SendJson(res, 200, *response);
+  http::SendJson(res, 200, *response);
 }
 
 void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json message,
                                                httplib::Response& res) {
   const json id = IdOf(message);
   if (!message.is_object()) {
-    detail::SendRpcError(res, 400, kInvalidRequest,
-                         "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; "
-                         "send one message per POST");
+    http::SendRpcError(res, 400, kInvalidRequest,
+                       "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; "
+                       "send one message per POST");
     return;
   }
   if (!req.has_header(kVersionHeader)) {
-    detail::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch,
-                         "Header mismatch: the MCP-Protocol-Version header is required", id);
+    http::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch,
+                       "Header mismatch: the MCP-Protocol-Version header is required", id);
     return;
   }
   HeaderLookup header = [&req](std::string_view name) -> std::optional<std::string> {
@@ -335,52 +322,40 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
     return req.get_header_value(key);
   };
   if (auto mismatch = CheckMcpHeaders(header, message, mcp::MetaProtocolVersion(message))) {
-    detail::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch, *mismatch, id);
+    http::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch, *mismatch, id);
     return;
   }
-  if (!IsRequest(message)) {
+  // The envelope and _meta, read once: a refusal with its HTTP status, or the request's _meta.
+  mcp::ModernCheck check = dispatcher_.CheckModern(message);
+  if (check.refusal) {
+    http::SendJson(res, check.http_status, *check.refusal);
+    return;
+  }
+  if (!check.meta) {
     // Notifications mean nothing over HTTP in this revision (cancelling is closing the stream);
-    // client responses have no request to answer. An invalid envelope still gets its error.
-    if (auto refusal = dispatcher_.CheckModern(message)) {
-      detail::SendJson(res, 400, *refusal);
-      return;
-    }
+    // client responses have no request to answer.
     res.status = 202;
-    return;
-  }
-  if (message.contains("params")) {
-    auto meta = mcp::ParseRequestMeta(message["params"]);
-    if (auto* failure = std::get_if<mcp::RpcFailure>(&meta)) {
-      detail::SendRpcError(res, 400, failure->error.code, failure->error.message, id,
-                           failure->data);
-      return;
-    }
-  }
-  if (auto refusal = dispatcher_.CheckModern(message)) {
-    // -32602 from _meta (no params at all) is a malformed request: 400 like the others above.
-    int status = mcp::Dispatcher::ModernHttpStatus(*refusal);
-    if (!message.contains("params")) status = 400;
-    detail::SendJson(res, status, *refusal);
     return;
   }
   // No transport session: the request is served on its own, its calls registered in a
   // throwaway record that lives as long as the request.
   auto calls = std::make_shared<mcp::Session>(PrincipalOf(req));
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    StreamCall(calls, true, std::move(message), res);
+    StreamCall(calls, std::move(check.meta), std::move(message), res);
     return;
   }
   mcp::NullOutbound out;
-  auto response = dispatcher_.HandleModern(*calls, message, out);
+  auto response = dispatcher_.HandleModern(*calls, message, *check.meta, out);
   if (!response) {
     res.status = 202;
     return;
   }
-  detail::SendJson(res, mcp::Dispatcher::ModernHttpStatus(*response), *response);
+  http::SendJson(res, mcp::Dispatcher::ModernHttpStatus(*response), *response);
 }
 
-void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& session, bool modern,
-                                         json message, httplib::Response& res) {
+void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& session,
+                                         std::optional<mcp::RequestMeta> modern, json message,
+                                         httplib::Response& res) {
   const json id = message["id"];
   std::shared_ptr<SlotLimiter::Slot> slot;
   if (options_.stream_slots) {
@@ -391,7 +366,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
       return;
     }
   }
-  auto channel = std::make_shared<SseChannel>();
+  auto channel = std::make_shared<http::SseChannel>();
   // The stream is the only way the result can reach the client: when it goes, cancel the run.
   std::weak_ptr<mcp::Session> weak = session;
   channel->OnAbandon([weak, id, logger = logger_] {
@@ -399,35 +374,36 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
       logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
     }
   });
-  bool spawned = tasks_.Spawn([this, session, modern, channel, message = std::move(message)] {
-    ChannelOutbound out(channel);
-    auto response = modern ? dispatcher_.HandleModern(*session, message, out)
-                           : dispatcher_.Handle(*session, message, out);
-    if (response) {
-      channel->Push(FormatSseEvent("message", mcp::DumpJson(*response)));
-    }
-    channel->Close();
-  });
+  bool spawned = tasks_.Spawn(
+      [this, session, modern = std::move(modern), channel, message = std::move(message)] {
+        detail::SseOutbound out(channel);
+        auto response = modern ? dispatcher_.HandleModern(*session, message, *modern, out)
+                               : dispatcher_.Handle(*session, message, out);
+        if (response) {
+          channel->Push(http::FormatSseEvent("message", mcp::DumpJson(*response)));
+        }
+        channel->Close();
+      });
   if (!spawned) {
-    detail::SendRpcError(res, 503, kServerError,
-                         "Service Unavailable: too many tool calls in flight; retry later", id);
+    http::SendRpcError(res, 503, kServerError,
+                       "Service Unavailable: too many tool calls in flight; retry later", id);
     return;
   }
-  ServeSse(res, channel, options_.sse, std::move(slot));
+  http::ServeSse(res, channel, options_.sse, std::move(slot));
 }
 
 void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib::Response& res) {
   if (!req.has_header(kSessionHeader)) {
     // Only a legacy session can be ended; 2026-07-28 has none (its rule for DELETE is 405).
     res.set_header("Allow", "POST, DELETE");
-    detail::SendRpcError(res, 405, kServerError,
-                         "Method Not Allowed: DELETE ends a session named by Mcp-Session-Id; "
-                         "protocol version 2026-07-28 has no sessions");
+    http::SendRpcError(res, 405, kServerError,
+                       "Method Not Allowed: DELETE ends a session named by Mcp-Session-Id; "
+                       "protocol version 2026-07-28 has no sessions");
     return;
   }
   const std::string id = req.get_header_value(kSessionHeader);
   if (FindSession(id, PrincipalOf(req)) == nullptr) {
-    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
+    http::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
   RemoveSession(id);
@@ -435,4 +411,4 @@ void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib:
   res.status = 200;
 }
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

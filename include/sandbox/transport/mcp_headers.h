@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace sandbox::http {
+namespace sandbox::transport {
 
 // A request header by name (case-insensitive), nullopt when absent.
 using HeaderLookup = std::function<std::optional<std::string>(std::string_view name)>;
@@ -33,4 +33,4 @@ std::optional<std::string> CheckMcpHeaders(const HeaderLookup& header,
                                            const nlohmann::json& message,
                                            const std::optional<std::string>& meta_version);
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

@@ -4,25 +4,17 @@
 // era unchanged beside it.
 #include <gtest/gtest.h>
 
-#include "sandbox/http/mcp_headers.h"
-#include "unit/http/transport_fixture.h"
+#include "sandbox/transport/mcp_headers.h"
+#include "unit/transport/http_fixture.h"
 
-namespace sandbox::http {
+namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
+using http::GuardOptions;
+using mcp::testing::ModernRequest;
 using testing::HttpTransportTest;
 using testing::ParseSse;
-
-json Meta() {
-  return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-          {"io.modelcontextprotocol/clientCapabilities", json::object()}};
-}
-
-json ModernRequest(const json& id, const std::string& method, json params = json::object()) {
-  params["_meta"] = Meta();
-  return mcp::testing::Request(id, method, std::move(params));
-}
 
 // The headers a 2026-07-28 client sends with `message`.
 httplib::Headers ModernHeaders(const json& message) {
@@ -71,6 +63,25 @@ TEST_F(ModernHttpTest, MetaErrorsAre400WithTheRequestId) {
   res = PostModern(request);
   EXPECT_EQ(res->status, 400);
   EXPECT_EQ(json::parse(res->body)["id"], 102);
+}
+
+// A body that is no valid JSON-RPC request is a malformed request however much of it is
+// right: 400 with -32600 and the id, with or without params.
+TEST_F(ModernHttpTest, AnInvalidEnvelopeIs400WithTheRequestId) {
+  Start();
+  json with_params = ModernRequest(201, "tools/list");
+  with_params.erase("jsonrpc");
+  json without_params = mcp::testing::Request(202, "tools/list");
+  without_params.erase("jsonrpc");
+  without_params.erase("params");
+  for (const json& request : {with_params, without_params}) {
+    auto res = PostModern(request);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << request;
+    json body = json::parse(res->body);
+    EXPECT_EQ(body["error"]["code"], mcp::rpc_code::kInvalidRequest) << request;
+    EXPECT_EQ(body["id"], request["id"]);
+  }
 }
 
 TEST_F(ModernHttpTest, VersionHeaderErrors) {
@@ -224,4 +235,4 @@ TEST(McpHeadersTest, ComparesEveryHeaderWithTheBody) {
 }
 
 }  // namespace
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

@@ -10,10 +10,13 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/mcp/stdio_transport.h"
+#include "sandbox/transport/stdio_transport.h"
 #include "unit/mcp/test_util.h"
 
-namespace sandbox::mcp::testing {
+namespace sandbox::transport::testing {
+
+using json = nlohmann::json;
+using mcp::testing::FakeService;
 
 // Runs a StdioTransport over two pipes; the test writes lines and reads response lines.
 class StdioTest : public ::testing::Test {
@@ -23,7 +26,7 @@ class StdioTest : public ::testing::Test {
     ASSERT_EQ(pipe(from_server_), 0);
     StdioOptions options;
     options.max_message_bytes = 4096;
-    transport_ = std::make_unique<StdioTransport>(dispatcher_, options, NullLogger());
+    transport_ = std::make_unique<StdioTransport>(dispatcher_, options, mcp::testing::NullLogger());
     server_ = std::thread([this] { transport_->Run(to_server_[0], from_server_[1]); });
   }
   void TearDown() override {
@@ -60,7 +63,7 @@ class StdioTest : public ::testing::Test {
   }
 
   FakeService service_;
-  Dispatcher dispatcher_ = MakeDispatcher(service_);
+  mcp::Dispatcher dispatcher_ = mcp::testing::MakeDispatcher(service_);
   std::unique_ptr<StdioTransport> transport_;
   int to_server_[2] = {-1, -1};
   int from_server_[2] = {-1, -1};
@@ -68,4 +71,4 @@ class StdioTest : public ::testing::Test {
   std::thread server_;
 };
 
-}  // namespace sandbox::mcp::testing
+}  // namespace sandbox::transport::testing

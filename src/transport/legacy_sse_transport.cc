@@ -1,29 +1,20 @@
-#include "sandbox/http/legacy_sse_transport.h"
+#include "sandbox/transport/legacy_sse_transport.h"
 
 #include <httplib.h>
 
-#include "http_util.h"
+#include "http_common.h"
+#include "sandbox/http/http_helpers.h"
+#include "sandbox/http/rpc_error.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/random_id.h"
 
-namespace sandbox::http {
+namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
 using mcp::rpc_code::kParseError;
 using mcp::rpc_code::kServerError;
 using mcp::rpc_code::kSessionNotFound;
-
-class StreamOutbound final : public mcp::Outbound {
- public:
-  explicit StreamOutbound(std::shared_ptr<SseChannel> channel) : channel_(std::move(channel)) {}
-  void Send(const json& message) override {
-    channel_->Push(FormatSseEvent("message", mcp::DumpJson(message)));
-  }
-
- private:
-  std::shared_ptr<SseChannel> channel_;
-};
 
 }  // namespace
 
@@ -80,13 +71,12 @@ void LegacySseTransport::Shutdown() {
 }
 
 std::string LegacySseTransport::PrincipalOf(const httplib::Request& req) const {
-  if (!options_.principal) return std::string(kLocalPrincipal);
-  return options_.principal(req.get_header_value("Authorization"));
+  return detail::PrincipalOf(options_.principal, req);
 }
 
 void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Response& res) {
   if (shutting_down_.load()) {
-    detail::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
+    http::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
     return;
   }
   std::shared_ptr<SlotLimiter::Slot> slot;
@@ -100,29 +90,30 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
   }
   auto session = std::make_shared<LegacySession>(PrincipalOf(req));
   session->id = mcp::RandomHexId(32);
-  session->channel = std::make_shared<SseChannel>();
+  session->channel = std::make_shared<http::SseChannel>();
   {
     std::lock_guard lock(mu_);
     if (sessions_.size() >= options_.max_sessions) {
-      detail::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
+      http::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
       return;
     }
     sessions_.emplace(session->id, session);
   }
   // Relative, so the client resolves it against the URL it used (the TS client refuses another
   // origin).
-  session->channel->Push(FormatSseEvent("endpoint", messages_path_ + "?sessionId=" + session->id));
+  session->channel->Push(
+      http::FormatSseEvent("endpoint", messages_path_ + "?sessionId=" + session->id));
   const std::string id = session->id;
   session->channel->OnAbandon([this, id] {
     logger_->info("legacy SSE stream closed by the client; session ended");
     RemoveSession(id);
   });
-  ServeSse(res, session->channel, options_.sse, std::move(slot));
+  http::ServeSse(res, session->channel, options_.sse, std::move(slot));
 }
 
 void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Response& res) {
   if (!req.has_param("sessionId")) {
-    detail::SendRpcError(res, 400, kServerError, "Bad Request: sessionId query parameter required");
+    http::SendRpcError(res, 400, kServerError, "Bad Request: sessionId query parameter required");
     return;
   }
   std::shared_ptr<LegacySession> session;
@@ -133,37 +124,37 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
   }
   if (session != nullptr && session->mcp.principal() != PrincipalOf(req)) session = nullptr;
   if (session == nullptr) {
-    detail::SendRpcError(res, 404, kSessionNotFound, "Session not found");
+    http::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
-  if (detail::MediaType(req.get_header_value("Content-Type")) != "application/json") {
-    detail::SendRpcError(res, 415, kServerError,
-                         "Unsupported Media Type: Content-Type must be application/json");
+  if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
+    http::SendRpcError(res, 415, kServerError,
+                       "Unsupported Media Type: Content-Type must be application/json");
     return;
   }
   if (req.body.size() > options_.max_body_bytes) {
-    detail::SendRpcError(res, 413, kServerError, "Payload Too Large");
+    http::SendRpcError(res, 413, kServerError, "Payload Too Large");
     return;
   }
   auto parsed = mcp::ParseJsonText(req.body);
   if (!parsed.ok()) {
-    detail::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
+    http::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
     return;
   }
   json message = std::move(parsed).value();
   auto channel = session->channel;
   if (mcp::Dispatcher::IsLongRunning(message)) {
     bool spawned = tasks_.Spawn([this, session, channel, message] {
-      StreamOutbound out(channel);
+      detail::SseOutbound out(channel);
       if (auto response = dispatcher_.Handle(session->mcp, message, out)) out.Send(*response);
     });
     if (!spawned) {
-      detail::SendRpcError(res, 503, kServerError,
-                           "Service Unavailable: too many tool calls in flight; retry later");
+      http::SendRpcError(res, 503, kServerError,
+                         "Service Unavailable: too many tool calls in flight; retry later");
       return;
     }
   } else {
-    StreamOutbound out(channel);
+    detail::SseOutbound out(channel);
     auto response = message.is_array() ? dispatcher_.HandleBatch(session->mcp, message, out)
                                        : dispatcher_.Handle(session->mcp, message, out);
     if (response) out.Send(*response);
@@ -172,4 +163,4 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
   res.set_content("Accepted", "text/plain");
 }
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

@@ -1,4 +1,4 @@
-#include "sandbox/mcp/stdio_transport.h"
+#include "sandbox/transport/stdio_transport.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -9,11 +9,18 @@
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/request_meta.h"
 
-namespace sandbox::mcp {
+namespace sandbox::transport {
 namespace {
 
+using json = nlohmann::json;
+using mcp::DumpJson;
+using mcp::MakeError;
+using mcp::ParseJsonText;
+using mcp::RpcParseError;
+namespace rpc_code = mcp::rpc_code;
+
 // Writes stdout lines; serialized by the transport's write mutex.
-class StdoutOutbound final : public Outbound {
+class StdoutOutbound final : public mcp::Outbound {
  public:
   explicit StdoutOutbound(std::function<void(const json&)> write) : write_(std::move(write)) {}
   void Send(const json& message) override { write_(message); }
@@ -25,9 +32,9 @@ class StdoutOutbound final : public Outbound {
 // Before initialize, a message that names a 2026-07-28 version in _meta (any version: the
 // dispatcher refuses the ones it does not serve per request) or asks server/discover, and a
 // cancellation (which can only be for such a request), belong to the stateless era.
-bool IsModernMessage(const Session& legacy, const json& message) {
+bool IsModernMessage(const mcp::Session& legacy, const json& message) {
   if (legacy.initialized() || !message.is_object()) return false;
-  if (MetaProtocolVersion(message)) return true;
+  if (mcp::MetaProtocolVersion(message)) return true;
   auto method = message.find("method");
   return method != message.end() &&
          (*method == "server/discover" || *method == "notifications/cancelled");
@@ -35,7 +42,7 @@ bool IsModernMessage(const Session& legacy, const json& message) {
 
 }  // namespace
 
-StdioTransport::StdioTransport(Dispatcher& dispatcher, StdioOptions options,
+StdioTransport::StdioTransport(mcp::Dispatcher& dispatcher, StdioOptions options,
                                std::shared_ptr<spdlog::logger> logger)
     : dispatcher_(dispatcher),
       options_(options),
@@ -71,7 +78,7 @@ void StdioTransport::HandleLine(std::string_view line) {
   }
   json value = std::move(parsed).value();
   const bool modern = IsModernMessage(session_, value);
-  if (!Dispatcher::IsLongRunning(value)) {
+  if (!mcp::Dispatcher::IsLongRunning(value)) {
     std::optional<json> response;
     if (modern) {
       response = dispatcher_.HandleModern(modern_, value, out);
@@ -147,4 +154,4 @@ void StdioTransport::Stop() {
   modern_.End();
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::transport

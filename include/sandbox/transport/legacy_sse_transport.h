@@ -31,7 +31,7 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
-namespace sandbox::http {
+namespace sandbox::transport {
 
 struct LegacySseOptions {
   std::size_t max_body_bytes = 8 << 20;
@@ -40,9 +40,9 @@ struct LegacySseOptions {
   // Each open stream holds a slot (it holds an HTTP worker for its life); none free: 503.
   // Shared with the other transports; null: no bound but max_sessions.
   std::shared_ptr<SlotLimiter> stream_slots;
-  SseOptions sse;
+  http::SseOptions sse;
   // The principal of a request from its Authorization header; unset: "local".
-  PrincipalResolver principal;
+  http::PrincipalResolver principal;
 };
 
 class LegacySseTransport {
@@ -64,7 +64,7 @@ class LegacySseTransport {
     explicit LegacySession(std::string principal) : mcp(std::move(principal)) {}
     std::string id;
     mcp::Session mcp;
-    std::shared_ptr<SseChannel> channel;
+    std::shared_ptr<http::SseChannel> channel;
   };
   void HandleStream(const httplib::Request& req, httplib::Response& res);
   void HandleMessage(const httplib::Request& req, httplib::Response& res);
@@ -81,4 +81,4 @@ class LegacySseTransport {
   mcp::TaskGroup tasks_;
 };
 
-}  // namespace sandbox::http
+}  // namespace sandbox::transport

@@ -1,4 +1,4 @@
-#include "sandbox/mcp/stdio_transport.h"
+#include "sandbox/transport/stdio_transport.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -6,18 +6,19 @@
 
 #include <thread>
 
-#include "unit/mcp/stdio_fixture.h"
+#include "unit/transport/stdio_fixture.h"
 
-namespace sandbox::mcp {
+namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
 
-using testing::CallRunPython;
-using testing::FakeService;
-using testing::InitializeRequest;
-using testing::Notification;
-using testing::Request;
+using mcp::testing::CallRunPython;
+using mcp::testing::FakeService;
+using mcp::testing::InitializeRequest;
+using mcp::testing::ModernRequest;
+using mcp::testing::Notification;
+using mcp::testing::Request;
 using testing::StdioTest;
 
 TEST_F(StdioTest, OneMessagePerLine) {
@@ -39,11 +40,11 @@ TEST_F(StdioTest, OneMessagePerLine) {
 
 TEST_F(StdioTest, BadLinesGetErrors) {
   WriteRaw("{oops\n");
-  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kParseError);
+  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kParseError);
   WriteRaw(std::string(5000, ' ') + "x\n");  // over the 4096-byte limit
-  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
   WriteLine(Request(1, "tools/list"));  // before initialize
-  EXPECT_EQ(ReadLine()["error"]["code"], rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
 }
 
 TEST_F(StdioTest, CancelArrivesWhileARunIsInProgress) {
@@ -83,5 +84,43 @@ TEST_F(StdioTest, StopCancelsRunsInFlight) {
   EXPECT_TRUE(service_.WaitCancelled());
 }
 
+// ---- 2026-07-28: stdio tells the eras apart ----
+
+using ModernStdioTest = testing::StdioTest;
+
+TEST_F(ModernStdioTest, ModernRequestsNeedNoInitialize) {
+  WriteLine(ModernRequest(1, "server/discover"));
+  EXPECT_EQ(ReadLine()["result"]["supportedVersions"][0], "2026-07-28");
+  WriteLine(ModernRequest(2, "tools/call",
+                          {{"name", "run_python"}, {"arguments", {{"code", "print(1)"}}}}));
+  json response = ReadLine();
+  EXPECT_EQ(response["id"], 2);
+  EXPECT_EQ(response["result"]["resultType"], "complete");
+  // A legacy request before initialize is still refused as before.
+  WriteLine(Request(3, "tools/list"));
+  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+}
+
+TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
+  service_.SetBehaviour(service_.BlockUntilCancelled());
+  WriteLine(ModernRequest(7, "tools/call",
+                          {{"name", "run_python"}, {"arguments", {{"code", "while True: pass"}}}}));
+  ASSERT_TRUE(service_.WaitStarted());
+  WriteLine(Notification("notifications/cancelled", {{"requestId", 7}}));
+  EXPECT_TRUE(service_.WaitCancelled());
+  WriteLine(ModernRequest(8, "tools/list"));
+  EXPECT_EQ(ReadLine()["id"], 8);  // the cancelled call sent no response
+}
+
+TEST_F(ModernStdioTest, InitializeMakesTheProcessLegacy) {
+  WriteLine(InitializeRequest());
+  EXPECT_EQ(ReadLine()["result"]["protocolVersion"], "2025-11-25");
+  // After initialize, server/discover is a method the legacy era does not know.
+  WriteLine(ModernRequest(2, "server/discover"));
+  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kMethodNotFound);
+  WriteLine(ModernRequest(3, "tools/list"));
+  EXPECT_FALSE(ReadLine()["result"].contains("resultType"));
+}
+
 }  // namespace
-}  // namespace sandbox::mcp
+}  // namespace sandbox::transport
