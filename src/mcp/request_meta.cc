@@ -23,6 +23,12 @@ bool RequestMeta::HasExtension(std::string_view id) const {
   return it != extensions->end() && it->is_object();
 }
 
+bool RequestMeta::HasFormElicitation() const {
+  if (!HasCapability("elicitation")) return false;
+  const json& elicitation = client_capabilities.at("elicitation");
+  return elicitation.empty() || elicitation.contains("form");
+}
+
 std::variant<RequestMeta, RpcFailure> ParseRequestMeta(const json& params) {
   if (!params.is_object()) {
     return InvalidMeta("Invalid params: params._meta is required in protocol version " +

@@ -239,7 +239,7 @@ Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
   OutputRelay relay(context.notifier, options_.relay);
   // A task whose client answers forms may ask it for stdin (where the pool allows it).
   std::optional<TaskStdin> stdin_bridge;
-  if (context.task != nullptr && TaskStdin::ClientCanAnswer(context.meta)) {
+  if (context.task != nullptr && context.meta != nullptr && context.meta->HasFormElicitation()) {
     stdin_bridge.emplace(relay, *context.task);
   }
   exec::RunObserver& observer =

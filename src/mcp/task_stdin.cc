@@ -6,13 +6,6 @@ namespace sandbox::mcp {
 
 using json = nlohmann::json;
 
-bool TaskStdin::ClientCanAnswer(const RequestMeta* meta) {
-  if (meta == nullptr || !meta->HasCapability("elicitation")) return false;
-  const json& elicitation = meta->client_capabilities["elicitation"];
-  // 2025-11-25: an empty object means form mode; otherwise the modes are listed.
-  return !elicitation.is_object() || elicitation.empty() || elicitation.contains("form");
-}
-
 json StdinElicitation(std::string_view prompt) {
   std::string message = prompt.empty() ? "The program is waiting for a line on stdin (input())."
                                        : std::string(prompt);

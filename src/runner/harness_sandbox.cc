@@ -31,8 +31,9 @@ constexpr std::size_t kStderrTailBytes = 4096;
 // bytes each, plus its marker); the server's own bound on top.
 constexpr std::size_t kMaxValueBytes =
     static_cast<std::size_t>(kResultLimits.value_max_chars) * 4 + 64;
-// The prompt of an input() ask (the harness cuts it at 4096 characters).
-constexpr std::size_t kMaxPromptBytes = std::size_t{4096} * 4;
+// The prompt of an input() ask: the harness cuts it at input_max_prompt_chars characters.
+constexpr std::size_t kMaxPromptBytes =
+    static_cast<std::size_t>(kResultLimits.input_max_prompt_chars) * 4;
 // How often a run's read loop looks at cancellation and its deadline while output is quiet.
 constexpr auto kPollSlice = std::chrono::milliseconds(200);
 // A cancel the harness has not answered after this is re-sent once, then the container killed.
@@ -554,7 +555,8 @@ void HarnessSandbox::AskObserver(const json& msg, bool interactive,
                                  const std::shared_ptr<RunLink>& link,
                                  exec::RunObserver& observer) {
   const auto seq = JsonInt(msg, "seq");
-  if (!seq) return;
+  // The harness only asks in interactive runs (it has no channel to wait on otherwise).
+  if (!seq || !interactive) return;
   exec::InputReply reply = [link, seq = *seq](std::optional<std::string> line) {
     std::lock_guard lock(link->mu);
     if (link->sandbox == nullptr) return;  // the run is over
@@ -564,10 +566,6 @@ void HarnessSandbox::AskObserver(const json& msg, bool interactive,
                                        {"line", line ? json(*line) : json(nullptr)}},
                                   docker::DeadlineAfter(std::chrono::seconds(2)));
   };
-  if (!interactive) {
-    reply(std::nullopt);  // the harness only asks in interactive runs; answer anyway
-    return;
-  }
   exec::InputRequest request;
   request.seq = static_cast<int>(*seq);
   request.prompt = CutText(JsonString(msg, "prompt"), kMaxPromptBytes);

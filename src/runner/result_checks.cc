@@ -198,6 +198,9 @@ void AddResultLimits(json& config, const ResultLimits& limits) {
   config["paths"] = {{"max_path_bytes", limits.path_max_bytes},
                      {"max_name_bytes", limits.name_max_bytes}};
   config["walk"] = {{"max_entries", limits.walk_max_entries}, {"max_depth", limits.walk_max_depth}};
+  config["input"] = {{"max_asks", limits.input_max_asks},
+                     {"max_prompt_chars", limits.input_max_prompt_chars},
+                     {"max_line_bytes", limits.input_max_line_bytes}};
   config["value_max_chars"] = limits.value_max_chars;
   config["list_max_entries"] = limits.list_max_entries;
 }

@@ -40,6 +40,9 @@ struct RequestMeta {
   bool HasCapability(std::string_view name) const;
   // An extension (e.g. kTasksExtension) is declared under capabilities.extensions.
   bool HasExtension(std::string_view id) const;
+  // Form-mode elicitation is declared: `elicitation` empty (form is then implied) or naming
+  // `form` (a client may declare only `url`).
+  bool HasFormElicitation() const;
 };
 
 // A refusal with the error's data member (null when it has none).

@@ -3,7 +3,8 @@
 // asking for one line (key "stdin-<n>", never reused); the client's tasks/update answer resumes
 // the run: accept with content.line gives that line, decline or cancel give EOF (input() raises
 // EOFError), as does the task's end. The run's wall-time limit keeps counting while it waits.
-// Every other event goes to the wrapped observer.
+// Every other event goes to the wrapped observer. Only for clients that declared form
+// elicitation (RequestMeta::HasFormElicitation); a task of any other client reads EOF.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,6 @@
 #include <string_view>
 
 #include "sandbox/exec/execution_service.h"
-#include "sandbox/mcp/request_meta.h"
 #include "sandbox/mcp/task_store.h"
 
 namespace sandbox::mcp {
@@ -20,10 +20,6 @@ namespace sandbox::mcp {
 class TaskStdin final : public exec::RunObserver {
  public:
   TaskStdin(exec::RunObserver& inner, Task& task) : inner_(inner), task_(task) {}
-
-  // Whether the client of a request can answer: it declared form elicitation
-  // (capabilities.elicitation empty, or with `form`). A task of any other client reads EOF.
-  static bool ClientCanAnswer(const RequestMeta* meta);
 
   void OnStarted() override { inner_.OnStarted(); }
   void OnOutput(exec::Stream stream, std::string_view bytes) override {

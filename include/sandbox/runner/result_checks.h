@@ -25,6 +25,12 @@ struct ResultLimits {
   int list_max_entries = 1000;                    // a session's list_files answer
   int walk_max_entries = 10000;  // directory entries looked at when collecting the work dir
   int walk_max_depth = 32;       // and its deepest level
+  // Interactive stdin (pools[].interactive_input): asks per run (past them the harness answers
+  // EOF itself), the prompt sent with an ask (characters), one answered line (bytes; at most
+  // 61440, so an answer always fits the channel's pipe and writing it never blocks).
+  int input_max_asks = 1000;
+  int input_max_prompt_chars = 4096;
+  int input_max_line_bytes = 60 << 10;
 };
 
 inline constexpr ResultLimits kResultLimits{};
@@ -48,8 +54,8 @@ std::string CutText(std::string_view text, std::size_t max_bytes);
 exec::Traceback BoundedTraceback(const nlohmann::json& j,
                                  const ResultLimits& limits = kResultLimits);
 
-// The harness config's bounds from `limits`: `traceback`, `paths`, `walk`, `value_max_chars`
-// and `list_max_entries`, merged into `config`.
+// The harness config's bounds from `limits`: `traceback`, `paths`, `walk`, `input`,
+// `value_max_chars` and `list_max_entries`, merged into `config`.
 void AddResultLimits(nlohmann::json& config, const ResultLimits& limits = kResultLimits);
 
 }  // namespace sandbox::runner

@@ -81,6 +81,9 @@ def _bounds(msg, key, fields):
     return {name: int_field(d, name, minimum, "config." + key) for name, minimum in fields}
 
 
+MAX_STDIN_LINE_BYTES = 60 << 10  # a frame of it fits a 64 KiB pipe: writing never blocks
+
+
 def parse_config(msg):
     """The `config` message -> the config dict. Every field is required (the server owns every
     value); unknown fields are ignored; wrong types are a ProtocolError."""
@@ -132,6 +135,11 @@ def parse_config(msg):
     cfg["list_max_entries"] = int_field(msg, "list_max_entries", 1)
     cfg["paths"] = _bounds(msg, "paths", (("max_path_bytes", 16), ("max_name_bytes", 8)))
     cfg["walk"] = _bounds(msg, "walk", (("max_entries", 1), ("max_depth", 1)))
+    cfg["input"] = _bounds(msg, "input", (("max_asks", 0), ("max_prompt_chars", 0),
+                                          ("max_line_bytes", 1)))
+    if cfg["input"]["max_line_bytes"] > MAX_STDIN_LINE_BYTES:
+        raise ProtocolError("config.input.max_line_bytes must be at most %d (an answer must fit "
+                            "the stdin channel's pipe)" % MAX_STDIN_LINE_BYTES)
     cfg["traceback"] = _bounds(msg, "traceback", (("max_frames", 2), ("max_message_bytes", 64),
                                                   ("max_name_bytes", 16),
                                                   ("max_total_bytes", 1024)))

@@ -34,7 +34,7 @@ def parse_run(msg, cfg):
     stdin = msg.get("stdin", "eof")
     if stdin not in ("eof", "interactive"):
         raise ProtocolError("run.stdin must be \"eof\" or \"interactive\"")
-    if not cfg.get("interactive_input"):
+    if not cfg["interactive_input"]:
         stdin = "eof"  # no stdin channel in this container: EOF, as before protocol v4
     return {"id": rid, "code": code, "argv": argv, "files": files, "limits": limits,
             "stdin": stdin}

@@ -123,7 +123,7 @@ def run_request(req, spec, prepared):
     if cfg["seccomp_bpf"] is not None:
         spec.kernel.install_seccomp(cfg["seccomp_bpf"])
     if req.get("stdin") == "interactive" and spec.in_r is not None:
-        install_stdin(sender, spec.in_r)
+        install_stdin(sender, spec.in_r, cfg["input"]["max_prompt_chars"])
     # -- nothing but the user's code and the collection of its results after this point --
     sender.send({"t": "started"})
     run_pid = os.getpid()

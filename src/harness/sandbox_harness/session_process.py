@@ -101,7 +101,8 @@ def _session_cell(req, spec, prepared, ctx):
     usage0 = _self_usage()
     restore_stdin = None
     if req.get("stdin") == "interactive" and spec.in_r is not None:
-        restore_stdin = install_stdin(sender, spec.in_r)  # for this cell only
+        # for this cell only
+        restore_stdin = install_stdin(sender, spec.in_r, cfg["input"]["max_prompt_chars"])
     sender.send({"t": "started"})
     run_pid = os.getpid()
     status, value, tb, memory_error = run_cell(req["code"], main_mod.__dict__,

@@ -9,17 +9,16 @@ import sys
 
 from .wire import read_request
 
-MAX_PROMPT_CHARS = 4096  # of the prompt sent with an ask; the zygote bounds it again
-
 
 class LineSource(io.RawIOBase):
     """Raw bytes of stdin, a line per ask. After an EOF answer it stays at EOF, like a closed
     stdin: a program reading to EOF ends instead of asking forever."""
 
-    def __init__(self, sender, channel_fd):
+    def __init__(self, sender, channel_fd, max_prompt_chars):
         super().__init__()
         self._sender = sender
         self._fd = channel_fd
+        self._max_prompt = max_prompt_chars  # config.input; the zygote bounds it again
         self._pending = b""
         self.prompt = None  # what input() last printed, sent with the next ask
         self.eof = False
@@ -38,7 +37,7 @@ class LineSource(io.RawIOBase):
     def _ask(self):
         prompt, self.prompt = self.prompt, None
         self._sender.send({"t": "input",
-                           "prompt": None if prompt is None else str(prompt)[:MAX_PROMPT_CHARS]})
+                           "prompt": None if prompt is None else str(prompt)[:self._max_prompt]})
         answer = read_request(self._fd)  # None: Z closed the channel
         line = answer.get("line") if isinstance(answer, dict) else None
         if not isinstance(line, str):
@@ -47,10 +46,10 @@ class LineSource(io.RawIOBase):
         self._pending = (line if line.endswith("\n") else line + "\n").encode("utf-8", "replace")
 
 
-def install(sender, channel_fd):
+def install(sender, channel_fd, max_prompt_chars):
     """Points sys.stdin and input() at a new LineSource on `channel_fd`; returns a function that
     puts back what was there (a session's next cell may not be answerable)."""
-    source = LineSource(sender, channel_fd)
+    source = LineSource(sender, channel_fd, max_prompt_chars)
     stream = io.TextIOWrapper(io.BufferedReader(source, buffer_size=1 << 16), encoding="utf-8",
                               errors="replace", line_buffering=True)
     saved = (sys.stdin, builtins.input)

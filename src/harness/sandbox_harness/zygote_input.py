@@ -8,9 +8,9 @@ import os
 from .osutil import log
 from .wire import encode_json_frame
 
-MAX_ASKS = 1000  # per run; past it U's asks are answered EOF without asking the server
-MAX_PROMPT_CHARS = 4096
-MAX_LINE_BYTES = 60 << 10  # an answer fits the channel's pipe, so writing it never blocks
+# The channel's pipe holds this much (Linux's default) and U empties it before it asks again, so
+# a frame no larger is written whole at once: the zygote never blocks on it.
+CHANNEL_BYTES = 64 << 10
 
 
 class Input:
@@ -21,21 +21,24 @@ class Input:
             return  # not an interactive run: U has no channel to wait on
         if state.input_pending is not None:
             return  # U waits for the outstanding answer already
-        if state.input_seq >= MAX_ASKS:
-            log("run %r: more than %d input() calls; answering EOF" % (state.rid, MAX_ASKS))
+        bounds = self.cfg["input"]
+        if state.input_seq >= bounds["max_asks"]:
+            log("run %r: more than %d input() calls; answering EOF"
+                % (state.rid, bounds["max_asks"]))
             self._answer_stdin(state, None)
             return
         prompt = rec.get("prompt")
         state.input_seq += 1
         state.input_pending = state.input_seq
         self.chan.send({"ev": "input_request", "id": state.rid, "seq": state.input_seq,
-                        "prompt": prompt[:MAX_PROMPT_CHARS] if isinstance(prompt, str) else None})
+                        "prompt": prompt[:bounds["max_prompt_chars"]]
+                        if isinstance(prompt, str) else None})
 
     def handle_input_reply(self, state, msg):
         """`input_reply` {id, seq, line: string or null (EOF)}; `state` is the run in progress
         or None when idle."""
-        if state is None or msg.get("id") != state.rid or msg.get("seq") != state.input_pending \
-                or state.input_pending is None:
+        if state is None or state.input_pending is None or msg.get("id") != state.rid \
+                or msg.get("seq") != state.input_pending:
             log("input_reply %r/%r answers no open ask: dropped" % (msg.get("id"), msg.get("seq")))
             return
         line = msg.get("line")
@@ -43,12 +46,16 @@ class Input:
 
     def _answer_stdin(self, state, line):
         state.input_pending = None
-        if line is not None:
-            data = line.encode("utf-8", "replace")[:MAX_LINE_BYTES]
-            record = {"line": data.decode("utf-8", "ignore")}
+        if line is None:
+            frame = encode_json_frame({"eof": True})
         else:
-            record = {"eof": True}
+            data = line.encode("utf-8", "replace")[:self.cfg["input"]["max_line_bytes"]]
+            line = data.decode("utf-8", "ignore")
+            frame = encode_json_frame({"line": line})
+            while len(frame) > CHANNEL_BYTES:  # JSON escapes made it longer than the line
+                line = line[:len(line) * CHANNEL_BYTES // len(frame) - 1]
+                frame = encode_json_frame({"line": line})
         try:
-            os.write(state.stdin_w, encode_json_frame(record))
+            os.write(state.stdin_w, frame)
         except OSError as e:  # U is gone (EPIPE), or its channel is full of unread answers
             log("run %r: stdin answer not delivered: %s" % (state.rid, e))

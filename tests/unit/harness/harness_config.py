@@ -25,6 +25,7 @@ CONFIG = {
     "list_max_entries": 1000,
     "paths": {"max_path_bytes": 1024, "max_name_bytes": 255},
     "walk": {"max_entries": 10000, "max_depth": 32},
+    "input": {"max_asks": 1000, "max_prompt_chars": 4096, "max_line_bytes": 61440},
     "traceback": {"max_frames": 100, "max_message_bytes": 8192, "max_name_bytes": 512,
                   "max_total_bytes": 65536},
 }

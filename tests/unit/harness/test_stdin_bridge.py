@@ -31,7 +31,7 @@ class LineSourceTest(unittest.TestCase):
         self.answer({"line": "first"})
         self.answer({"line": "second\n"})
         os.close(self.w)
-        stream = io.TextIOWrapper(io.BufferedReader(stdin_bridge.LineSource(self.sender, self.r)),
+        stream = io.TextIOWrapper(io.BufferedReader(stdin_bridge.LineSource(self.sender, self.r, 4096)),
                                   encoding="utf-8")
         self.assertEqual(stream.readline(), "first\n")
         self.assertEqual(self.sender.sent, [{"t": "input", "prompt": None}])
@@ -44,7 +44,7 @@ class LineSourceTest(unittest.TestCase):
     def test_eof_answer_ends_input_for_good(self):
         self.answer({"eof": True})
         self.answer({"line": "never read"})
-        source = stdin_bridge.LineSource(self.sender, self.r)
+        source = stdin_bridge.LineSource(self.sender, self.r, 4096)
         self.assertEqual(source.read(10), b"")
         self.assertEqual(source.read(10), b"")
         self.assertEqual(len(self.sender.sent), 1)
@@ -53,7 +53,7 @@ class LineSourceTest(unittest.TestCase):
     def test_a_malformed_answer_is_eof(self):
         self.answer({"line": 7})
         os.close(self.w)
-        self.assertEqual(stdin_bridge.LineSource(self.sender, self.r).read(10), b"")
+        self.assertEqual(stdin_bridge.LineSource(self.sender, self.r, 4096).read(10), b"")
 
     def test_install_sends_input_prompts_and_restores(self):
         saved = (sys.stdin, builtins.input, sys.stdout)
@@ -63,7 +63,7 @@ class LineSourceTest(unittest.TestCase):
         sys.stdout = io.StringIO()  # where input() writes its prompt
         self.answer({"line": "bob"})
         self.answer({"eof": True})
-        restore = stdin_bridge.install(self.sender, self.r)
+        restore = stdin_bridge.install(self.sender, self.r, 4096)
         self.assertEqual(input("name? "), "bob")
         self.assertEqual(self.sender.sent, [{"t": "input", "prompt": "name? "}])
         self.assertEqual(sys.stdout.getvalue(), "name? ")
@@ -80,10 +80,10 @@ class LineSourceTest(unittest.TestCase):
     def test_the_prompt_is_bounded(self):
         self.answer({"line": "x"})
         os.close(self.w)
-        source = stdin_bridge.LineSource(self.sender, self.r)
+        source = stdin_bridge.LineSource(self.sender, self.r, 100)
         source.prompt = "p" * 10000
         source.read(1)
-        self.assertEqual(len(self.sender.sent[0]["prompt"]), stdin_bridge.MAX_PROMPT_CHARS)
+        self.assertEqual(len(self.sender.sent[0]["prompt"]), 100)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ input() asks the server (input_request), the server's input_reply resumes the co
 import unittest
 
 from harness_testing import Zygote
-from sandbox_harness import zygote_input
 
 CODE = "name = input('name? ')\nprint('hi', name)\nprint(repr(input()))\n"
 
@@ -77,18 +76,32 @@ class InteractiveInputTest(unittest.TestCase):
         self.assertEqual([e["ev"] for e in events][-2:], ["input_request", "done"])
         self.assertEqual(events[-1]["verdict"], "timeout")
 
-    def test_asks_are_bounded(self):
-        z = Zygote(self, interactive_input=True)
+    def test_asks_and_prompts_are_bounded_by_the_config(self):
+        n = 5
+        z = Zygote(self, interactive_input=True, input={"max_asks": n, "max_prompt_chars": 3})
         z.frames("ready")
-        n = zygote_input.MAX_ASKS
         z.send({"op": "run", "id": "r", "stdin": "interactive",
-                "code": "for i in range(%d):\n    input()\n" % (n + 5)})
+                "code": "for i in range(%d):\n    input('prompt')\n" % (n + 5)})
         for seq in range(1, n + 1):
             ask = json_events(z.frames("input_request"))[-1]
-            self.assertEqual(ask["seq"], seq)
+            self.assertEqual((ask["seq"], ask["prompt"]), (seq, "pro"))
             z.send({"op": "input_reply", "id": "r", "seq": seq, "line": "x"})
         done = json_events(z.frames("done"))[-1]
         self.assertEqual(done["traceback"]["type"], "EOFError")  # ask n+1 answered EOF
+
+    def test_a_line_of_escapes_is_cut_to_fit_the_channel_not_lost(self):
+        z = Zygote(self, interactive_input=True)
+        z.frames("ready")
+        z.send({"op": "run", "id": "r", "stdin": "interactive",
+                "code": "line = input()\nprint(len(line), set(line))"})
+        z.frames("input_request")
+        # 61440 bytes, each escaped as 6 in the JSON frame: 360 KiB, more than the pipe holds.
+        z.send({"op": "input_reply", "id": "r", "seq": 1, "line": "\x01" * 61440})
+        frames = z.frames("done")
+        self.assertEqual(json_events(frames)[-1]["verdict"], "ok")
+        count, chars = stdout(frames).split(b" ", 1)
+        self.assertTrue(10000 < int(count) < 61440, count)
+        self.assertEqual(chars, b"{'\\x01'}\n")
 
     def test_session_cells_choose_per_cell(self):
         z = Zygote(self, mode="session", interactive_input=True)

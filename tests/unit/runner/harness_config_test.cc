@@ -89,6 +89,10 @@ TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
   EXPECT_EQ(cfg["paths"]["max_name_bytes"], kResultLimits.name_max_bytes);
   EXPECT_EQ(cfg["walk"]["max_entries"], kResultLimits.walk_max_entries);
   EXPECT_EQ(cfg["traceback"]["max_frames"], kResultLimits.traceback_max_frames);
+  EXPECT_EQ(cfg["input"]["max_asks"], kResultLimits.input_max_asks);
+  EXPECT_EQ(cfg["input"]["max_prompt_chars"], kResultLimits.input_max_prompt_chars);
+  EXPECT_EQ(cfg["input"]["max_line_bytes"], kResultLimits.input_max_line_bytes);
+  EXPECT_EQ(cfg["interactive_input"], setup.pool.interactive_input);
   EXPECT_EQ(cfg["workdir"], setup.workdir);
   EXPECT_EQ(cfg["tmpfs_size_bytes"], setup.pool.limits.tmpfs_bytes);
   EXPECT_EQ(cfg["mode"], "recycle");
