@@ -3,10 +3,14 @@
 # attack and end-to-end. Prints CTest's summary; exits non-zero on any failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/host.sh"
-prepare_host
+prepare_host --image-in-background
 werror=OFF
 [[ "${CI:-}" == true ]] && werror=ON
-build_server "$SANDBOX_ROOT/build" -DSANDBOX_BUILD_TESTS=ON -DSANDBOX_WERROR="$werror"
+build_status=0
+build_server "$SANDBOX_ROOT/build" -DSANDBOX_BUILD_TESTS=ON -DSANDBOX_WERROR="$werror" ||
+  build_status=$?
+wait_for_image
+((build_status == 0)) || exit "$build_status"
 cd "$SANDBOX_ROOT/build"
 status=0
 ctest --output-on-failure --timeout 900 "$@" || status=$?
