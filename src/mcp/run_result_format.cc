@@ -1,11 +1,10 @@
 #include "sandbox/mcp/run_result_format.h"
 
-#include <cstdio>
-
 #include "sandbox/core/base64.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session_uri.h"
+#include "tool_args.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -33,18 +32,6 @@ std::string FormatTraceback(const exec::Traceback& tb) {
   if (!tb.message.empty()) out += ": " + RepairUtf8(tb.message);
   out += '\n';
   return out;
-}
-
-std::string HumanBytes(std::int64_t bytes) {
-  char buf[32];
-  if (bytes < 1024) {
-    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
-  } else if (bytes < (1 << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
-  }
-  return buf;
 }
 
 std::string Summary(const exec::RunResult& r) {
@@ -223,7 +210,7 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
     // A session's files stay readable (resources/read) under the session's URI.
     const std::string uri =
         in_session ? SessionFileUri(r.session_id, file.path) : FileUri(run_id, file.path);
-    text += path + " (" + HumanBytes(file.size) + ", " + mime + ") " + uri + "\n";
+    text += path + " (" + detail::HumanBytes(file.size) + ", " + mime + ") " + uri + "\n";
     resources.push_back(
         {{"type", "resource"}, {"resource", ResourceContents(uri, mime, file.data)}});
   }

@@ -36,10 +36,7 @@ Result<json> SessionCloseTool::Call(const json& arguments, ToolContext& context)
   auto id = detail::SessionIdArgument(arguments);
   if (!id.ok()) return id.error();
   auto closed = sessions_.Close(context.principal, *id);
-  if (!closed.ok()) {
-    if (closed.error().code() == ErrorCode::kInvalidArgument) return closed.error();
-    return detail::ToolError(SessionFailureText(closed.error(), *id, options_));
-  }
+  if (!closed.ok()) return SessionToolFailure(closed.error(), *id, options_);
   return detail::ToolSuccess("Session " + *id + " closed; its sandbox and files are gone.",
                              {{"session_id", *id}, {"closed", true}});
 }

@@ -85,15 +85,14 @@ Result<json> SessionCreateTool::Call(const json& arguments, ToolContext& context
 
   auto info = sessions_.Create(context.principal, request);
   if (!info.ok()) {
-    if (info.error().code() == ErrorCode::kInvalidArgument) return info.error();
-    std::string text = SessionFailureText(info.error(), "", options_);
+    std::string hint;
     if (info.error().code() == ErrorCode::kLimit &&
         info.error().message().find("session_close") == std::string::npos) {
-      text +=
+      hint =
           "\nClose a session you no longer need with session_close (session_list shows "
           "yours), or reuse one of them with run_python's session_id.";
     }
-    return detail::ToolError(text);
+    return SessionToolFailure(info.error(), "", options_, hint);
   }
   json structured = exec::SessionInfoJson(*info);
   structured["idle_timeout_s"] = options_.idle_timeout.count();

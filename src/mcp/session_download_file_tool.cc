@@ -55,12 +55,10 @@ Result<json> SessionDownloadFileTool::Call(const json& arguments, ToolContext& c
   if (!path.ok()) return path.error();
   auto file = sessions_.GetFile(context.principal, *id, *path);
   if (!file.ok()) {
-    if (file.error().code() == ErrorCode::kInvalidArgument) return file.error();
-    std::string text = SessionFailureText(file.error(), *id, options_);
-    if (file.error().code() == ErrorCode::kNotFound) {
-      text += "\n(session_list_files shows the session's files.)";
-    }
-    return detail::ToolError(text);
+    return SessionToolFailure(file.error(), *id, options_,
+                              file.error().code() == ErrorCode::kNotFound
+                                  ? "\n(session_list_files shows the session's files.)"
+                                  : "");
   }
   const std::string mime =
       file->mime_type.empty() ? std::string("application/octet-stream") : file->mime_type;

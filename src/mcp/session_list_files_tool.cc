@@ -46,10 +46,7 @@ Result<json> SessionListFilesTool::Call(const json& arguments, ToolContext& cont
   auto id = detail::SessionIdArgument(arguments);
   if (!id.ok()) return id.error();
   auto listed = sessions_.ListFiles(context.principal, *id);
-  if (!listed.ok()) {
-    if (listed.error().code() == ErrorCode::kInvalidArgument) return listed.error();
-    return detail::ToolError(SessionFailureText(listed.error(), *id, options_));
-  }
+  if (!listed.ok()) return SessionToolFailure(listed.error(), *id, options_);
   json files = json::array();
   std::string text;
   for (const auto& file : listed->files) {

@@ -37,10 +37,7 @@ json SessionListTool::Definition() const {
 Result<json> SessionListTool::Call(const json& arguments, ToolContext& context) {
   SANDBOX_RETURN_IF_ERROR(detail::CheckArguments(arguments, {}));
   auto sessions = sessions_.List(context.principal);
-  if (!sessions.ok()) {
-    if (sessions.error().code() == ErrorCode::kInvalidArgument) return sessions.error();
-    return detail::ToolError(SessionFailureText(sessions.error(), "", options_));
-  }
+  if (!sessions.ok()) return SessionToolFailure(sessions.error(), "", options_);
   json list = json::array();
   std::string text;
   for (const auto& info : *sessions) {

@@ -19,6 +19,13 @@ std::vector<std::unique_ptr<Tool>> MakeSessionTools(exec::SessionService& sessio
   return tools;
 }
 
+Result<nlohmann::json> SessionToolFailure(const Error& error, const std::string& session_id,
+                                          const SessionToolOptions& options,
+                                          const std::string& hint) {
+  if (error.code() == ErrorCode::kInvalidArgument) return error;
+  return detail::ToolError(SessionFailureText(error, session_id, options) + hint);
+}
+
 std::string SessionFailureText(const Error& error, const std::string& session_id,
                                const SessionToolOptions& options) {
   std::string message = RepairUtf8(error.message());

@@ -91,10 +91,7 @@ Result<json> SessionUploadFileTool::Call(const json& arguments, ToolContext& con
         "or produce the data inside the session.");
   }
   auto written = sessions_.PutFiles(context.principal, *id, {exec::InputFile{*path, content}});
-  if (!written.ok()) {
-    if (written.error().code() == ErrorCode::kInvalidArgument) return written.error();
-    return detail::ToolError(SessionFailureText(written.error(), *id, options_));
-  }
+  if (!written.ok()) return SessionToolFailure(written.error(), *id, options_);
   json files = json::array();
   std::string text;
   for (const auto& file : *written) {

@@ -131,6 +131,13 @@ std::vector<std::unique_ptr<Tool>> MakeSessionTools(exec::SessionService& sessio
 std::string SessionFailureText(const Error& error, const std::string& session_id,
                                const SessionToolOptions& options);
 
+// A session tool's answer to a refusal by the SessionService: the caller's own input error
+// (kInvalidArgument) stays an error, which the dispatcher turns into -32602; anything else is a
+// tool result with isError, SessionFailureText and then `hint` (empty, or a line starting "\n").
+Result<nlohmann::json> SessionToolFailure(const Error& error, const std::string& session_id,
+                                          const SessionToolOptions& options,
+                                          const std::string& hint = {});
+
 // One line about a session for a model to read: id, pool, age, idle time, expiry, memory,
 // runs, restarts, busy.
 std::string DescribeSession(const exec::SessionInfo& info);
