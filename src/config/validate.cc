@@ -6,6 +6,7 @@
 
 #include "object_reader.h"
 #include "sandbox/config/config.h"
+#include "sandbox/config/limits_check.h"
 
 namespace sandbox::config {
 namespace {
@@ -28,18 +29,10 @@ Status CheckLimits(const Limits& l, const std::string& path) {
 }
 
 Status CheckWithin(const Limits& l, const Limits& max, const std::string& path) {
-  auto over = [&](const char* field) {
-    return Invalid(path + ".limits." + field, "exceeds max_limits." + std::string(field));
-  };
-  if (l.timeout_s > max.timeout_s) return over("timeout_s");
-  if (l.memory_bytes > max.memory_bytes) return over("memory_bytes");
-  if (l.cpus > max.cpus) return over("cpus");
-  if (l.pids > max.pids) return over("pids");
-  if (l.nproc > max.nproc) return over("nproc");
-  if (l.nofile > max.nofile) return over("nofile");
-  if (l.fsize_bytes > max.fsize_bytes) return over("fsize_bytes");
-  if (l.tmpfs_bytes > max.tmpfs_bytes) return over("tmpfs_bytes");
-  if (l.output_bytes > max.output_bytes) return over("output_bytes");
+  if (auto field = FirstLimitOver(l, max)) {
+    return Invalid(path + ".limits." + std::string(*field),
+                   "exceeds max_limits." + std::string(*field));
+  }
   return OkStatus();
 }
 

@@ -211,7 +211,9 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
   context.instance_id = config_.instance_id;
   context.grace = config_.sessions.restart_grace;
   context.max_lifetime = config_.sessions.max_lifetime;
-  for (const auto& [name, entry] : pools_) context.pools.insert(name);
+  for (const auto& pool : config_.pools) {
+    if (pools_.contains(pool.name)) context.pools.emplace(pool.name, pool.max_limits);
+  }
   int adopted = 0;
   for (const auto& c : left) {
     const std::string name = c.id.substr(0, 12);

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "sandbox/config/limits_check.h"
 #include "sandbox/core/json.h"
 #include "sandbox/core/sha256.h"
 #include "sandbox/runner/harness_sandbox.h"
@@ -30,6 +31,12 @@ json RecordLimits(const runner::RunLimits& l) {
 std::string Signed(json record) {
   record.erase("mac");
   return record.dump();
+}
+
+// Whole seconds for the log; idle_s is the harness's claim, so any double can arrive.
+std::string WholeSeconds(double s) {
+  if (!(s >= 0 && s < 1e15)) return "an unknown number of";
+  return std::to_string(static_cast<std::int64_t>(s));
 }
 
 std::optional<std::int64_t> Int(const json& j, const char* key) {
@@ -171,13 +178,23 @@ AdoptionDecision DecideAdoption(const LeftSession& left, const AdoptionContext& 
   if (record->key != left.labels.at(std::string(kSessionKeyLabel))) {
     return remove("its record's session key does not match its label");
   }
-  if (left.idle_s >= static_cast<double>(context.grace.count())) {
-    return remove("left " + std::to_string(static_cast<std::int64_t>(left.idle_s)) +
-                  " s ago, beyond the restart grace of " + std::to_string(context.grace.count()) +
-                  " s");
+  // Written so that a NaN is beyond the grace too.
+  if (!(left.idle_s < static_cast<double>(context.grace.count()))) {
+    return remove("left " + WholeSeconds(left.idle_s) + " s ago, beyond the restart grace of " +
+                  std::to_string(context.grace.count()) + " s");
   }
-  if (!context.pools.contains(record->pool)) {
+  auto pool = context.pools.find(record->pool);
+  if (pool == context.pools.end()) {
     return remove("its pool \"" + record->pool + "\" is no longer configured");
+  }
+  // cpus and pids are not in a record (the container's own settings); only what it carries
+  // is compared.
+  runner::RunLimits carried = record->limits;
+  carried.cpus = pool->second.cpus;
+  carried.pids = pool->second.pids;
+  if (auto field = config::FirstLimitOver(carried, pool->second)) {
+    return remove("its record's " + std::string(*field) + " exceeds pool \"" + record->pool +
+                  "\"'s max_limits." + std::string(*field));
   }
   const auto lifetime_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(context.max_lifetime).count();
@@ -188,8 +205,7 @@ AdoptionDecision DecideAdoption(const LeftSession& left, const AdoptionContext& 
     return remove("its record claims a creation time in the future");
   }
   d.adopt = true;
-  d.reason = "left " + std::to_string(static_cast<std::int64_t>(left.idle_s)) +
-             " s ago, within the restart grace";
+  d.reason = "left " + WholeSeconds(left.idle_s) + " s ago, within the restart grace";
   d.record = std::move(*record);
   return d;
 }

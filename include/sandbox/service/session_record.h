@@ -70,7 +70,8 @@ struct AdoptionContext {
   std::string instance_id;
   std::chrono::seconds grace{0};         // sessions.restart_grace
   std::chrono::seconds max_lifetime{0};  // sessions.max_lifetime
-  std::set<std::string> pools;           // configured pool names
+  // Configured pools by name, with their max_limits: a record asking more is not adopted.
+  std::map<std::string, runner::RunLimits> pools;
   std::int64_t now_unix_ms = 0;
 };
 
@@ -85,8 +86,10 @@ struct AdoptionDecision {
 Status CheckSessionLabels(const std::map<std::string, std::string>& labels,
                           const std::string& instance_id);
 // Adopts a container whose labels check out, whose harness speaks this server's protocol and
-// holds a well-formed record of the same key, of a configured pool, whose grace has not
-// passed (idle_s below this server's grace) and whose session has not reached its lifetime.
+// holds a well-formed record of the same key, of a configured pool and within its max_limits,
+// whose grace has not passed (idle_s below this server's grace) and whose session has not
+// reached its lifetime. Nothing of the record is trusted yet (its MAC needs the session id), so
+// a record that asks more than its pool allows is refused, never used.
 AdoptionDecision DecideAdoption(const LeftSession& left, const AdoptionContext& context);
 
 }  // namespace sandbox::service

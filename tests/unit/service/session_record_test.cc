@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "sandbox/core/sha256.h"
@@ -44,7 +45,7 @@ AdoptionContext Context() {
   c.instance_id = "prod";
   c.grace = std::chrono::seconds(300);
   c.max_lifetime = std::chrono::hours(4);
-  c.pools = {"default"};
+  c.pools = {{"default", Record().limits}};
   c.now_unix_ms = kNow;
   return c;
 }
@@ -171,13 +172,51 @@ TEST(SessionRecordTest, RemovesWarmLifetimeEndedUnknownPoolOrOtherProtocol) {
   left.protocol = runner::kHarnessProtocol - 1;
   EXPECT_FALSE(DecideAdoption(left, Context()).adopt);
   auto context = Context();
-  context.pools = {"other"};
+  context.pools = {{"other", Record().limits}};
   EXPECT_FALSE(DecideAdoption(Left(), context).adopt);
   context = Context();
   context.max_lifetime = std::chrono::seconds(60);  // created 60 s ago
   EXPECT_FALSE(DecideAdoption(Left(), context).adopt);
   context.max_lifetime = std::chrono::seconds(61);
   EXPECT_TRUE(DecideAdoption(Left(), context).adopt);
+}
+
+// Nothing of a left record is trusted before its id is presented: one asking more than its
+// pool allows now (forged, or the operator lowered max_limits) is never adopted.
+TEST(SessionRecordTest, RemovesARecordAboveItsPoolsMaxLimits) {
+  auto context = Context();
+  auto max = Record().limits;
+  max.cpus = 0.25;  // not in a record: never compared
+  max.pids = 8;
+  context.pools["default"] = max;
+  EXPECT_TRUE(DecideAdoption(Left(), context).adopt);
+  for (auto narrow : {+[](runner::RunLimits& l) { l.timeout_s = 12; },
+                      +[](runner::RunLimits& l) { l.memory_bytes -= 1; },
+                      +[](runner::RunLimits& l) { l.output_bytes = 4095; }}) {
+    auto lowered = context;
+    narrow(lowered.pools["default"]);
+    auto decision = DecideAdoption(Left(), lowered);
+    EXPECT_FALSE(decision.adopt);
+    EXPECT_NE(decision.reason.find("exceeds pool \"default\"'s max_limits."), std::string::npos)
+        << decision.reason;
+  }
+}
+
+// idle_s is the harness's claim: whatever double arrives is compared and logged safely.
+TEST(SessionRecordTest, AnyClaimedIdleTimeIsHandled) {
+  auto left = Left();
+  for (double idle :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e300}) {
+    left.idle_s = idle;
+    auto decision = DecideAdoption(left, Context());
+    EXPECT_FALSE(decision.adopt) << idle;
+    EXPECT_NE(decision.reason.find("beyond the restart grace"), std::string::npos);
+  }
+  left.idle_s = -1e300;  // no older than a fresh one: adopted, logged without overflow
+  auto decision = DecideAdoption(left, Context());
+  EXPECT_TRUE(decision.adopt);
+  EXPECT_NE(decision.reason.find("an unknown number of s ago"), std::string::npos)
+      << decision.reason;
 }
 
 }  // namespace
