@@ -185,6 +185,7 @@ TEST(SessionTableDefaultsTest, TheRealClockAndTheDocumentedBounds) {
 TEST_F(SessionTableTest, ConcurrentOpensNeverExceedTheBound) {
   Table table(Options(50, 0));
   std::vector<std::thread> threads;
+  threads.reserve(8);
   std::atomic<int> granted{0};
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
