@@ -94,20 +94,21 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   httplib::Server server;
   http::ConfigureHttpServer(server, http_options, guard);
 
+  transport::HttpTransportOptions mcp_http;
+  mcp_http.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
+  mcp_http.principal = guard.Resolver();
+  mcp_http.stream_slots = stream_slots;
   transport::StreamableHttpOptions streamable_options;
-  streamable_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
-  streamable_options.principal = guard.Resolver();
-  streamable_options.stream_slots = stream_slots;
-  streamable_options.max_sessions = static_cast<std::size_t>(config.server.max_mcp_sessions);
-  streamable_options.max_sessions_per_principal =
+  streamable_options.http = mcp_http;
+  streamable_options.sessions.max_sessions =
+      static_cast<std::size_t>(config.server.max_mcp_sessions);
+  streamable_options.sessions.max_sessions_per_principal =
       static_cast<std::size_t>(config::McpSessionsPerPrincipal(config));
-  streamable_options.session_idle_ttl = config.server.mcp_session_idle_timeout;
+  streamable_options.sessions.idle_ttl = config.server.mcp_session_idle_timeout;
   transport::StreamableHttpTransport streamable(front.dispatcher, streamable_options, logger);
   streamable.Register(server, "/mcp");
   transport::LegacySseOptions legacy_options;
-  legacy_options.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
-  legacy_options.principal = guard.Resolver();
-  legacy_options.stream_slots = stream_slots;
+  legacy_options.http = mcp_http;
   transport::LegacySseTransport legacy(front.dispatcher, legacy_options, logger);
   legacy.Register(server, "/sse", "/messages");
   api::ApiOptions api_options;

@@ -1,15 +1,19 @@
 // What the two HTTP transports (Streamable HTTP and legacy HTTP+SSE) share, private to
-// sandbox_transport: the Outbound that turns messages into SSE events, the refusal of a stream
-// beyond a stream limit, and the principal of a request.
+// sandbox_transport: the Outbound that turns messages into SSE events, taking a stream slot (and
+// the refusal of a stream beyond a stream limit), reading a POSTed message, and the principal of
+// a request.
 #pragma once
 
 #include <httplib.h>
 
+#include <cstddef>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "sandbox/core/slot_limiter.h"
+#include "sandbox/http/http_helpers.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/http/sse_channel.h"
@@ -41,6 +45,41 @@ inline void SendTooManyStreams(httplib::Response& res, const SlotLimiter& limite
                      std::string(mine ? "Too Many Requests: " : "Service Unavailable: ") +
                          limiter.RefusalMessage(why),
                      id);
+}
+
+// Takes a stream slot from `limiter` in `principal`'s name into `slot` (none without a limiter).
+// False, with the refusal sent (naming `id`), when none is free.
+inline bool TakeStreamSlot(const std::shared_ptr<SlotLimiter>& limiter,
+                           const std::string& principal, httplib::Response& res,
+                           std::shared_ptr<SlotLimiter::Slot>& slot,
+                           const nlohmann::json& id = nullptr) {
+  if (!limiter) return true;
+  SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
+  slot = limiter->TryAcquire(principal, &why);
+  if (!slot) SendTooManyStreams(res, *limiter, why, id);
+  return slot != nullptr;
+}
+
+// The JSON message POSTed in `req`, or nullopt with the refusal sent: 415 unless it is
+// application/json, 413 with `too_large` above `max_bytes`, 400 (-32700) when it does not parse.
+inline std::optional<nlohmann::json> ReadJsonBody(const httplib::Request& req,
+                                                  httplib::Response& res, std::size_t max_bytes,
+                                                  const std::string& too_large) {
+  if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
+    http::SendRpcError(res, 415, mcp::rpc_code::kServerError,
+                       "Unsupported Media Type: Content-Type must be application/json");
+    return std::nullopt;
+  }
+  if (req.body.size() > max_bytes) {
+    http::SendRpcError(res, 413, mcp::rpc_code::kServerError, too_large);
+    return std::nullopt;
+  }
+  auto parsed = mcp::ParseJsonText(req.body);
+  if (!parsed.ok()) {
+    http::SendRpcError(res, 400, mcp::rpc_code::kParseError, mcp::RpcParseError(parsed.error()));
+    return std::nullopt;
+  }
+  return std::move(parsed).value();
 }
 
 // The principal of a request: its bearer token's name by `resolver`, "local" without one.

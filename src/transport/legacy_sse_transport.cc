@@ -3,16 +3,13 @@
 #include <httplib.h>
 
 #include "http_common.h"
-#include "sandbox/http/http_helpers.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/mcp/json_rpc.h"
-#include "sandbox/mcp/random_id.h"
 
 namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
-using mcp::rpc_code::kParseError;
 using mcp::rpc_code::kServerError;
 using mcp::rpc_code::kSessionNotFound;
 
@@ -20,10 +17,7 @@ using mcp::rpc_code::kSessionNotFound;
 
 LegacySseTransport::LegacySseTransport(mcp::Dispatcher& dispatcher, const LegacySseOptions& options,
                                        std::shared_ptr<spdlog::logger> logger)
-    : dispatcher_(dispatcher),
-      options_(options),
-      logger_(std::move(logger)),
-      tasks_(options.max_concurrent_calls) {}
+    : core_(dispatcher, options.http, options.sessions, std::move(logger)) {}
 
 LegacySseTransport::~LegacySseTransport() { Shutdown(); }
 
@@ -38,77 +32,38 @@ void LegacySseTransport::Register(httplib::Server& server, const std::string& ss
   });
 }
 
-std::size_t LegacySseTransport::session_count() const {
-  std::lock_guard lock(mu_);
-  return sessions_.size();
-}
+std::size_t LegacySseTransport::session_count() const { return core_.sessions().size(); }
 
-void LegacySseTransport::RemoveSession(const std::string& id) {
-  std::shared_ptr<LegacySession> session;
-  {
-    std::lock_guard lock(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) return;
-    session = it->second;
-    sessions_.erase(it);
-  }
-  session->mcp.End();
-  session->channel->Close();
-}
-
-void LegacySseTransport::Shutdown() {
-  if (shutting_down_.exchange(true)) return;
-  std::map<std::string, std::shared_ptr<LegacySession>> sessions;
-  {
-    std::lock_guard lock(mu_);
-    sessions.swap(sessions_);
-  }
-  for (auto& [id, session] : sessions) {
-    session->mcp.End();
-    session->channel->Close();
-  }
-  tasks_.Wait();
-}
+void LegacySseTransport::Shutdown() { core_.Stop(); }
 
 std::string LegacySseTransport::PrincipalOf(const httplib::Request& req) const {
-  return detail::PrincipalOf(options_.principal, req);
+  return detail::PrincipalOf(core_.options().principal, req);
 }
 
 void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Response& res) {
-  if (shutting_down_.load()) {
+  if (core_.stopping()) {
     http::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
     return;
   }
+  const std::string principal = PrincipalOf(req);
   std::shared_ptr<SlotLimiter::Slot> slot;
-  if (options_.stream_slots) {
-    SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
-    slot = options_.stream_slots->TryAcquire(PrincipalOf(req), &why);
-    if (!slot) {
-      detail::SendTooManyStreams(res, *options_.stream_slots, why);
-      return;
-    }
+  if (!detail::TakeStreamSlot(core_.options().stream_slots, principal, res, slot)) return;
+  auto opened = core_.sessions().Open(principal, std::make_shared<http::SseChannel>());
+  if (opened.session == nullptr) {  // the bound on all sessions (by default the only one)
+    http::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
+    return;
   }
-  auto session = std::make_shared<LegacySession>(PrincipalOf(req));
-  session->id = mcp::RandomHexId(32);
-  session->channel = std::make_shared<http::SseChannel>();
-  {
-    std::lock_guard lock(mu_);
-    if (sessions_.size() >= options_.max_sessions) {
-      http::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
-      return;
-    }
-    sessions_.emplace(session->id, session);
-  }
+  const auto& session = opened.session;
   // Relative, so the client resolves it against the URL it used (the TS client refuses another
   // origin).
   session->channel->Push(
       http::FormatSseEvent("endpoint", messages_path_ + "?sessionId=" + session->id));
   const std::string id = session->id;
   session->channel->OnAbandon([this, id] {
-    logger_->info("legacy SSE stream closed by the client; session ended");
-    RemoveSession(id);
+    core_.logger()->info("legacy SSE stream closed by the client; session ended");
+    core_.EndSession(id);
   });
-  http::ServeSse(res, session->channel, options_.sse, std::move(slot));
+  http::ServeSse(res, session->channel, core_.options().sse, std::move(slot));
 }
 
 void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Response& res) {
@@ -116,37 +71,20 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
     http::SendRpcError(res, 400, kServerError, "Bad Request: sessionId query parameter required");
     return;
   }
-  std::shared_ptr<LegacySession> session;
-  {
-    std::lock_guard lock(mu_);
-    auto it = sessions_.find(req.get_param_value("sessionId"));
-    if (it != sessions_.end()) session = it->second;
-  }
-  if (session != nullptr && session->mcp.principal() != PrincipalOf(req)) session = nullptr;
+  auto session = core_.sessions().Find(req.get_param_value("sessionId"), PrincipalOf(req));
   if (session == nullptr) {
     http::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
-  if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
-    http::SendRpcError(res, 415, kServerError,
-                       "Unsupported Media Type: Content-Type must be application/json");
-    return;
-  }
-  if (req.body.size() > options_.max_body_bytes) {
-    http::SendRpcError(res, 413, kServerError, "Payload Too Large");
-    return;
-  }
-  auto parsed = mcp::ParseJsonText(req.body);
-  if (!parsed.ok()) {
-    http::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
-    return;
-  }
-  json message = std::move(parsed).value();
+  auto body = detail::ReadJsonBody(req, res, core_.options().max_body_bytes, "Payload Too Large");
+  if (!body) return;
+  json message = std::move(*body);
   auto channel = session->channel;
   if (mcp::Dispatcher::IsLongRunning(message)) {
-    bool spawned = tasks_.Spawn([this, session, channel, message] {
+    bool spawned = core_.tasks().Spawn([this, session, channel, message] {
       detail::SseOutbound out(channel);
-      if (auto response = dispatcher_.Handle(session->mcp, message, out)) out.Send(*response);
+      auto response = core_.dispatcher().Handle(session->mcp, message, out);
+      if (response) out.Send(*response);
     });
     if (!spawned) {
       http::SendRpcError(res, 503, kServerError,
@@ -155,8 +93,8 @@ void LegacySseTransport::HandleMessage(const httplib::Request& req, httplib::Res
     }
   } else {
     detail::SseOutbound out(channel);
-    auto response = message.is_array() ? dispatcher_.HandleBatch(session->mcp, message, out)
-                                       : dispatcher_.Handle(session->mcp, message, out);
+    auto response = message.is_array() ? core_.dispatcher().HandleBatch(session->mcp, message, out)
+                                       : core_.dispatcher().Handle(session->mcp, message, out);
     if (response) out.Send(*response);
   }
   res.status = 202;

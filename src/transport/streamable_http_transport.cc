@@ -9,7 +9,6 @@
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
-#include "sandbox/mcp/random_id.h"
 #include "sandbox/mcp/request_meta.h"
 #include "sandbox/transport/mcp_headers.h"
 
@@ -18,7 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 using mcp::rpc_code::kInvalidRequest;
-using mcp::rpc_code::kParseError;
 using mcp::rpc_code::kServerError;
 using mcp::rpc_code::kSessionNotFound;
 
@@ -59,10 +57,7 @@ bool IsModernPost(const httplib::Request& req, const json& message,
 StreamableHttpTransport::StreamableHttpTransport(mcp::Dispatcher& dispatcher,
                                                  const StreamableHttpOptions& options,
                                                  std::shared_ptr<spdlog::logger> logger)
-    : dispatcher_(dispatcher),
-      options_(options),
-      logger_(std::move(logger)),
-      tasks_(options.max_concurrent_calls) {}
+    : core_(dispatcher, options.http, options.sessions, std::move(logger)) {}
 
 StreamableHttpTransport::~StreamableHttpTransport() { Shutdown(); }
 
@@ -83,100 +78,42 @@ void StreamableHttpTransport::Register(httplib::Server& server, const std::strin
 }
 
 std::string StreamableHttpTransport::PrincipalOf(const httplib::Request& req) const {
-  return detail::PrincipalOf(options_.principal, req);
+  return detail::PrincipalOf(core_.options().principal, req);
 }
 
-std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::CreateSession(
+std::shared_ptr<TransportSession> StreamableHttpTransport::CreateSession(
     std::string principal, std::pair<int, std::string>& refusal) {
-  std::shared_ptr<HttpSession> evicted;
-  std::lock_guard lock(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  std::size_t mine = 0;
-  std::shared_ptr<HttpSession> oldest_idle;  // the principal's least recently used, no call
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    const HttpSession& s = *it->second;
-    bool idle = now - s.last_used > options_.session_idle_ttl && s.mcp.in_flight() == 0;
-    if (idle) {
-      it = sessions_.erase(it);
-      continue;
-    }
-    if (s.mcp.principal() == principal) {
-      ++mine;
-      if (s.mcp.in_flight() == 0 && (!oldest_idle || s.last_used < oldest_idle->last_used)) {
-        oldest_idle = it->second;
-      }
-    }
-    ++it;
-  }
-  if (options_.max_sessions_per_principal > 0 && mine >= options_.max_sessions_per_principal) {
-    if (!oldest_idle) {
-      refusal = {429, "Too Many Requests: this token has " + std::to_string(mine) +
+  auto opened = core_.sessions().Open(std::move(principal));
+  switch (opened.refusal) {
+    case SessionRefusal::kNone:
+      break;
+    case SessionRefusal::kPrincipalBusy:
+      refusal = {429, "Too Many Requests: this token has " +
+                          std::to_string(opened.principal_sessions) +
                           " MCP sessions with calls in flight, the most one token may hold "
                           "(per_principal.max_mcp_sessions); end one (DELETE) or retry later"};
       return nullptr;
-    }
-    // A client that never DELETEs loses its oldest idle session, not everyone else theirs.
-    sessions_.erase(oldest_idle->id);
-    evicted = oldest_idle;
+    case SessionRefusal::kFull:
+      refusal = {503,
+                 "Service Unavailable: " + std::to_string(core_.sessions().options().max_sessions) +
+                     " MCP sessions are open, the most this server holds "
+                     "(server.max_mcp_sessions); retry later"};
+      return nullptr;
   }
-  if (sessions_.size() >= options_.max_sessions) {
-    refusal = {503, "Service Unavailable: " + std::to_string(options_.max_sessions) +
-                        " MCP sessions are open, the most this server holds "
-                        "(server.max_mcp_sessions); retry later"};
-    return nullptr;
-  }
-  if (evicted) {
-    logger_->info(
+  if (opened.evicted) {
+    core_.logger()->info(
         "MCP session limit of the principal reached: its least recently used "
         "session ended");
   }
-  auto session = std::make_shared<HttpSession>(std::move(principal));
-  session->id = mcp::RandomHexId(32);
-  session->last_used = now;
-  sessions_.emplace(session->id, session);
-  return session;
+  return opened.session;
 }
 
-std::shared_ptr<StreamableHttpTransport::HttpSession> StreamableHttpTransport::FindSession(
-    const std::string& id, const std::string& principal) {
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return nullptr;
-  if (it->second->mcp.principal() != principal) return nullptr;
-  it->second->last_used = std::chrono::steady_clock::now();
-  return it->second;
-}
+std::size_t StreamableHttpTransport::session_count() const { return core_.sessions().size(); }
 
-void StreamableHttpTransport::RemoveSession(const std::string& id) {
-  std::shared_ptr<HttpSession> session;
-  {
-    std::lock_guard lock(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) return;
-    session = it->second;
-    sessions_.erase(it);
-  }
-  session->mcp.End();
-}
-
-std::size_t StreamableHttpTransport::session_count() const {
-  std::lock_guard lock(mu_);
-  return sessions_.size();
-}
-
-void StreamableHttpTransport::Shutdown() {
-  if (shutting_down_.exchange(true)) return;
-  std::map<std::string, std::shared_ptr<HttpSession>> sessions;
-  {
-    std::lock_guard lock(mu_);
-    sessions.swap(sessions_);
-  }
-  for (auto& [id, session] : sessions) session->mcp.End();
-  tasks_.Wait();
-}
+void StreamableHttpTransport::Shutdown() { core_.Stop(); }
 
 void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::Response& res) {
-  if (shutting_down_.load()) {
+  if (core_.stopping()) {
     http::SendRpcError(res, 503, kServerError, "Service Unavailable: the server is stopping");
     return;
   }
@@ -186,23 +123,11 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
                        "Not Acceptable: Accept must list application/json and text/event-stream");
     return;
   }
-  if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
-    http::SendRpcError(res, 415, kServerError,
-                       "Unsupported Media Type: Content-Type must be application/json");
-    return;
-  }
-  if (req.body.size() > options_.max_body_bytes) {
-    http::SendRpcError(
-        res, 413, kServerError,
-        "Payload Too Large: the limit is " + std::to_string(options_.max_body_bytes) + " bytes");
-    return;
-  }
-  auto parsed = mcp::ParseJsonText(req.body);
-  if (!parsed.ok()) {
-    http::SendRpcError(res, 400, kParseError, mcp::RpcParseError(parsed.error()));
-    return;
-  }
-  json message = std::move(parsed).value();
+  const std::size_t limit = core_.options().max_body_bytes;
+  auto body = detail::ReadJsonBody(
+      req, res, limit, "Payload Too Large: the limit is " + std::to_string(limit) + " bytes");
+  if (!body) return;
+  json message = std::move(*body);
   // Read after the body, so that the refusal can name the request's id (2026-07-28 wants every
   // error to echo it).
   std::optional<std::string> header_version;
@@ -230,9 +155,9 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
       return;
     }
     mcp::NullOutbound out;
-    auto response = dispatcher_.Handle(session->mcp, message, out);
+    auto response = core_.dispatcher().Handle(session->mcp, message, out);
     if (!response || response->contains("error")) {
-      RemoveSession(session->id);
+      core_.EndSession(session->id);
       if (!response) {
         res.status = 202;
         return;
@@ -261,7 +186,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
                        IdOf(message));
     return;
   }
-  auto session = FindSession(req.get_header_value(kSessionHeader), PrincipalOf(req));
+  auto session = core_.sessions().Find(req.get_header_value(kSessionHeader), PrincipalOf(req));
   if (session == nullptr) {
     http::SendRpcError(res, 404, kSessionNotFound, "Session not found", IdOf(message));
     return;
@@ -269,7 +194,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
 
   if (message.is_array()) {
     mcp::NullOutbound out;
-    auto response = dispatcher_.HandleBatch(session->mcp, message, out);
+    auto response = core_.dispatcher().HandleBatch(session->mcp, message, out);
     if (!response) {
       res.status = 202;
       return;
@@ -280,7 +205,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   if (!IsRequest(message)) {
     // Notifications and client responses; an invalid envelope gets its error with 400.
     mcp::NullOutbound out;
-    auto response = dispatcher_.Handle(session->mcp, message, out);
+    auto response = core_.dispatcher().Handle(session->mcp, message, out);
     if (response) {
       http::SendJson(res, 400, *response);
       return;
@@ -294,7 +219,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
     return;
   }
   mcp::NullOutbound out;
-  auto response = dispatcher_.Handle(session->mcp, message, out);
+  auto response = core_.dispatcher().Handle(session->mcp, message, out);
   if (!response) {
     res.status = 202;
     return;
@@ -326,7 +251,7 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
     return;
   }
   // The envelope and _meta, read once: a refusal with its HTTP status, or the request's _meta.
-  mcp::ModernCheck check = dispatcher_.CheckModern(message);
+  mcp::ModernCheck check = core_.dispatcher().CheckModern(message);
   if (check.refusal) {
     http::SendJson(res, check.http_status, *check.refusal);
     return;
@@ -345,7 +270,7 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
     return;
   }
   mcp::NullOutbound out;
-  auto response = dispatcher_.HandleModern(*calls, message, *check.meta, out);
+  auto response = core_.dispatcher().HandleModern(*calls, message, *check.meta, out);
   if (!response) {
     res.status = 202;
     return;
@@ -358,27 +283,22 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
                                          httplib::Response& res) {
   const json id = message["id"];
   std::shared_ptr<SlotLimiter::Slot> slot;
-  if (options_.stream_slots) {
-    SlotLimiter::Refusal why = SlotLimiter::Refusal::kNone;
-    slot = options_.stream_slots->TryAcquire(session->principal(), &why);
-    if (!slot) {
-      detail::SendTooManyStreams(res, *options_.stream_slots, why, id);
-      return;
-    }
+  if (!detail::TakeStreamSlot(core_.options().stream_slots, session->principal(), res, slot, id)) {
+    return;
   }
   auto channel = std::make_shared<http::SseChannel>();
   // The stream is the only way the result can reach the client: when it goes, cancel the run.
   std::weak_ptr<mcp::Session> weak = session;
-  channel->OnAbandon([weak, id, logger = logger_] {
+  channel->OnAbandon([weak, id, logger = core_.logger()] {
     if (auto s = weak.lock(); s && s->CancelRequest(id)) {
       logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
     }
   });
-  bool spawned = tasks_.Spawn(
+  bool spawned = core_.tasks().Spawn(
       [this, session, modern = std::move(modern), channel, message = std::move(message)] {
         detail::SseOutbound out(channel);
-        auto response = modern ? dispatcher_.HandleModern(*session, message, *modern, out)
-                               : dispatcher_.Handle(*session, message, out);
+        auto response = modern ? core_.dispatcher().HandleModern(*session, message, *modern, out)
+                               : core_.dispatcher().Handle(*session, message, out);
         if (response) {
           channel->Push(http::FormatSseEvent("message", mcp::DumpJson(*response)));
         }
@@ -389,7 +309,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
                        "Service Unavailable: too many tool calls in flight; retry later", id);
     return;
   }
-  http::ServeSse(res, channel, options_.sse, std::move(slot));
+  http::ServeSse(res, channel, core_.options().sse, std::move(slot));
 }
 
 void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib::Response& res) {
@@ -402,12 +322,12 @@ void StreamableHttpTransport::HandleDelete(const httplib::Request& req, httplib:
     return;
   }
   const std::string id = req.get_header_value(kSessionHeader);
-  if (FindSession(id, PrincipalOf(req)) == nullptr) {
+  if (core_.sessions().Find(id, PrincipalOf(req)) == nullptr) {
     http::SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
-  RemoveSession(id);
-  logger_->info("session ended by the client");
+  core_.EndSession(id);
+  core_.logger()->info("session ended by the client");
   res.status = 200;
 }
 

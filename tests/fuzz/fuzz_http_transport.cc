@@ -303,15 +303,16 @@ class Conversation {
     guard_ = std::make_unique<http::RequestGuard>(guard_options);
     http::ConfigureHttpServer(server_, http::HttpServerOptions{}, *guard_);
 
+    transport::HttpTransportOptions http;
+    http.principal = guard_->Resolver();
+    http.sse.poll = std::chrono::milliseconds(5);
     transport::StreamableHttpOptions streamable;
-    streamable.principal = guard_->Resolver();
-    streamable.sse.poll = std::chrono::milliseconds(5);
+    streamable.http = http;
     streamable_ = std::make_unique<transport::StreamableHttpTransport>(dispatcher_, streamable,
                                                                        mcp::testing::NullLogger());
     streamable_->Register(server_);
     transport::LegacySseOptions legacy;
-    legacy.principal = guard_->Resolver();
-    legacy.sse.poll = std::chrono::milliseconds(5);
+    legacy.http = http;
     legacy_ = std::make_unique<transport::LegacySseTransport>(dispatcher_, legacy,
                                                               mcp::testing::NullLogger());
     legacy_->Register(server_);

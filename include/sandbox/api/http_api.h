@@ -68,13 +68,8 @@
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
+#include "sandbox/http/httplib_fwd.h"
 #include "sandbox/http/request_guard.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace sandbox::http {
 class RunRegistry;

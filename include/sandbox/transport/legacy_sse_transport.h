@@ -12,37 +12,27 @@
 
 #include <spdlog/logger.h>
 
-#include <atomic>
-#include <map>
+#include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
-#include "sandbox/core/slot_limiter.h"
-#include "sandbox/http/request_guard.h"
+#include "sandbox/http/httplib_fwd.h"
 #include "sandbox/http/sse_channel.h"
 #include "sandbox/mcp/dispatcher.h"
-#include "sandbox/mcp/session.h"
-#include "sandbox/mcp/task_group.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "sandbox/transport/http_transport_core.h"
+#include "sandbox/transport/http_transport_options.h"
+#include "sandbox/transport/session_table.h"
 
 namespace sandbox::transport {
 
 struct LegacySseOptions {
-  std::size_t max_body_bytes = 8 << 20;
-  std::size_t max_sessions = 1000;
-  std::size_t max_concurrent_calls = 256;
-  // Each open stream holds a slot (it holds an HTTP worker for its life); none free: 503.
-  // Shared with the other transports; null: no bound but max_sessions.
-  std::shared_ptr<SlotLimiter> stream_slots;
-  http::SseOptions sse;
-  // The principal of a request from its Authorization header; unset: "local".
-  http::PrincipalResolver principal;
+  HttpTransportOptions http;
+  // A session lives as long as its stream: no idle expiry and no per-principal share (the
+  // stream slots bound each principal); more than max_sessions open: 503.
+  SessionTableOptions sessions{.max_sessions = 1000,
+                               .max_sessions_per_principal = 0,
+                               .idle_ttl = std::chrono::seconds(0),
+                               .now = {}};
 };
 
 class LegacySseTransport {
@@ -60,25 +50,24 @@ class LegacySseTransport {
   std::size_t session_count() const;
 
  private:
-  struct LegacySession {
-    explicit LegacySession(std::string principal) : mcp(std::move(principal)) {}
-    std::string id;
-    mcp::Session mcp;
-    std::shared_ptr<http::SseChannel> channel;
+  // A session and the stream its messages go out on; ending it closes the stream.
+  struct LegacySession : TransportSession {
+    LegacySession(std::string session_id, std::string principal,
+                  std::shared_ptr<http::SseChannel> stream)
+        : TransportSession(std::move(session_id), std::move(principal)),
+          channel(std::move(stream)) {}
+    void End() override {
+      mcp.End();
+      channel->Close();
+    }
+    const std::shared_ptr<http::SseChannel> channel;
   };
   void HandleStream(const httplib::Request& req, httplib::Response& res);
   void HandleMessage(const httplib::Request& req, httplib::Response& res);
-  void RemoveSession(const std::string& id);
   std::string PrincipalOf(const httplib::Request& req) const;
 
-  mcp::Dispatcher& dispatcher_;
-  const LegacySseOptions options_;
-  std::shared_ptr<spdlog::logger> logger_;
+  HttpTransportCore<LegacySession> core_;
   std::string messages_path_ = "/messages";
-  std::atomic<bool> shutting_down_{false};
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<LegacySession>> sessions_;
-  mcp::TaskGroup tasks_;
 };
 
 }  // namespace sandbox::transport

@@ -37,46 +37,25 @@
 
 #include <spdlog/logger.h>
 
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
-#include "sandbox/core/slot_limiter.h"
-#include "sandbox/http/request_guard.h"
-#include "sandbox/http/sse_channel.h"
+#include "sandbox/http/httplib_fwd.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/session.h"
-#include "sandbox/mcp/task_group.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "sandbox/transport/http_transport_core.h"
+#include "sandbox/transport/http_transport_options.h"
+#include "sandbox/transport/session_table.h"
 
 namespace sandbox::transport {
 
 struct StreamableHttpOptions {
-  std::size_t max_body_bytes = 8 << 20;
-  std::size_t max_sessions = 10000;  // initialize beyond it: 503
-  // One principal's share of max_sessions: at it, initialize ends that principal's least
-  // recently used session without a call in flight (whose id then gets 404, and the client
-  // initializes again), or gets 429 when every one of them is busy. 0: no share.
-  std::size_t max_sessions_per_principal = 1000;
-  std::chrono::seconds session_idle_ttl{3600};  // idle sessions without runs are forgotten
-  std::size_t max_concurrent_calls = 256;       // tools/call in flight across sessions
-  // Each tools/call stream holds a slot (it holds an HTTP worker until the result); none free:
-  // 503. Shared with the other transports; null: no bound but max_concurrent_calls.
-  std::shared_ptr<SlotLimiter> stream_slots;
-  http::SseOptions sse;
-  // The principal of a request from its Authorization header (RequestGuard::Resolver());
-  // unset: every request is "local".
-  http::PrincipalResolver principal;
+  HttpTransportOptions http;
+  // The MCP sessions: initialize beyond max_sessions gets 503; at the principal's share it ends
+  // the principal's least recently used idle session, or gets 429 when every one is busy.
+  SessionTableOptions sessions;
 };
 
 class StreamableHttpTransport {
@@ -94,22 +73,12 @@ class StreamableHttpTransport {
   std::size_t session_count() const;
 
  private:
-  struct HttpSession {
-    explicit HttpSession(std::string principal) : mcp(std::move(principal)) {}
-    std::string id;
-    mcp::Session mcp;
-    std::chrono::steady_clock::time_point last_used;
-  };
-
   void HandlePost(const httplib::Request& req, httplib::Response& res);
   void HandleDelete(const httplib::Request& req, httplib::Response& res);
   // The new session, or nullptr with `refusal` (status and message) set.
-  std::shared_ptr<HttpSession> CreateSession(std::string principal,
-                                             std::pair<int, std::string>& refusal);
-  // nullptr for an unknown id, or one that belongs to another principal.
-  std::shared_ptr<HttpSession> FindSession(const std::string& id, const std::string& principal);
+  std::shared_ptr<TransportSession> CreateSession(std::string principal,
+                                                  std::pair<int, std::string>& refusal);
   std::string PrincipalOf(const httplib::Request& req) const;
-  void RemoveSession(const std::string& id);
   // 2026-07-28: headers checked against the body, no transport session, errors with their
   // HTTP status (400 for header, _meta and version errors, 404 for unknown methods).
   void HandleModernPost(const httplib::Request& req, nlohmann::json message,
@@ -121,13 +90,7 @@ class StreamableHttpTransport {
                   std::optional<mcp::RequestMeta> modern, nlohmann::json message,
                   httplib::Response& res);
 
-  mcp::Dispatcher& dispatcher_;
-  const StreamableHttpOptions options_;
-  std::shared_ptr<spdlog::logger> logger_;
-  std::atomic<bool> shutting_down_{false};
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<HttpSession>> sessions_;
-  mcp::TaskGroup tasks_;
+  HttpTransportCore<TransportSession> core_;
 };
 
 }  // namespace sandbox::transport

@@ -69,19 +69,19 @@ class HttpTransportTest : public ::testing::Test {
     options.stream_workers = stream_workers_;
     options.max_body_bytes = 64 << 10;
     http::ConfigureHttpServer(server_, options, *guard_);
+    HttpTransportOptions http;
+    http.sse.poll = std::chrono::milliseconds(50);
+    http.principal = guard_->Resolver();
+    http.stream_slots = slots_;
     StreamableHttpOptions streamable_options;
-    streamable_options.max_body_bytes = 64 << 10;
-    streamable_options.sse.poll = std::chrono::milliseconds(50);
-    streamable_options.principal = guard_->Resolver();
-    streamable_options.stream_slots = slots_;
-    streamable_options.max_sessions_per_principal = sessions_per_principal_;
+    streamable_options.http = http;
+    streamable_options.http.max_body_bytes = 64 << 10;
+    streamable_options.sessions.max_sessions_per_principal = sessions_per_principal_;
     streamable_ = std::make_unique<StreamableHttpTransport>(dispatcher_, streamable_options,
                                                             mcp::testing::NullLogger());
     streamable_->Register(server_, "/mcp");
     LegacySseOptions legacy_options;
-    legacy_options.sse.poll = std::chrono::milliseconds(50);
-    legacy_options.principal = guard_->Resolver();
-    legacy_options.stream_slots = slots_;
+    legacy_options.http = http;
     legacy_ = std::make_unique<LegacySseTransport>(dispatcher_, legacy_options,
                                                    mcp::testing::NullLogger());
     legacy_->Register(server_, "/sse", "/messages");
