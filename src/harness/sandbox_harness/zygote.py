@@ -61,6 +61,7 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
         self.tmp_keep = set()
         self.mpl_seed = None
         self.forker = None  # F, from the end of the preload on
+        self.ready_sent = False
         self.session = cfg["mode"] == "session"
         self.session_limits = cfg["limits"]  # the latest `session` op's, for U's not started yet
         self.session_record = None  # the server's record of the session, for `resume`
@@ -125,7 +126,9 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
     def ready_event(self):
         ev = {"ev": "ready", "protocol": PROTOCOL_VERSION, "python": "%d.%d.%d" % sys.version_info[:3],
               "pid": self.pid, "preloaded": self.preloaded, "errors": list(self.errors),
-              "isolation": "namespaces" if self.isolate else "process", "run_count": self.run_count,
+              "isolation": "namespaces" if self.isolate else "process",
+              "run_tree": self.forker.tree if self.isolate else "process",
+              "run_count": self.run_count,
               "mode": self.cfg["mode"], "cgroup": read_cgroup_baseline()}
         if self.session:
             ev.update(self._session_fields())
@@ -149,6 +152,7 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
         self._start_forker()
         self.prepare()
         self.chan.send(self.ready_event())
+        self.ready_sent = True
         self.last_contact = time.monotonic()  # the preload's seconds are not idle time
         while True:
             if not self.chan.queue:
