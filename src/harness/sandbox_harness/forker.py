@@ -17,13 +17,14 @@ import os
 import select
 import signal
 import socket
-import time
 
 from .errors import FatalError
 from .forker_ns import DirectTrees, enter_forker_namespaces
+from .forker_sweep import (FORKER_REAP_WAIT_S, forker_cleanup, kill_all_but, reap_nohang,
+                           reap_within)
 from .isolation import ChildSpec, handled_signals, intermediate
 from .kernel import PR_SET_PDEATHSIG
-from .osutil import flush_stdio, log, remove_tree_contents
+from .osutil import flush_stdio, log
 from .run_process import EX_INTERNAL
 from .wire import encode_json
 
@@ -61,83 +62,11 @@ def recv_fds(sock, max_data, max_fds):
     return data, list(fds)
 
 
-def _proc_state(pid):
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            text = f.read()
-        return text[text.rindex(b")") + 2:][:1]
-    except (OSError, ValueError):
-        return b""
-
-
-def kill_all_but(spare, rounds=100, children=None):
-    """SIGKILL to every process this one may signal except `spare` (kill(-1) would also spare
-    only the caller and PID 1: with docker-init as PID 1 it would kill the zygote). Repeated until
-    a scan finds no live process left (bounded: a fork loop cannot outrun SIGKILL for long)."""
-    for _ in range(rounds):
-        live = 0
-        try:
-            names = os.listdir("/proc")
-        except OSError:
-            return
-        for name in names:
-            if not name.isdigit() or int(name) in spare:
-                continue
-            pid = int(name)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                continue
-            if _proc_state(pid) not in (b"Z", b"X", b""):
-                live += 1
-        _reap_nohang(children)
-        if not live:
-            return
-        time.sleep(0.005)
-
-
-def _reap_nohang(children=None):
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        if children is not None:
-            children.discard(pid)
-
-
-# How long F waits for the last run's processes to go before preparing the next run anyway.
-FORKER_REAP_WAIT_S = 2.0
-
-
-def _reap_within(children, seconds):
-    """Reaps `children` until none is left or `seconds` have passed."""
-    deadline = time.monotonic() + seconds
-    _reap_nohang(children)
-    while children and time.monotonic() < deadline:
-        time.sleep(0.002)
-        _reap_nohang(children)
-
-
 class ForkerState:
     """What F needs of the zygote's start-up state (config, kernel, matplotlib seed)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
-
-
-def _forker_cleanup(fs, children=None):
-    """isolate=false: what the last run left (processes, /tmp, /dev/shm, queues, work dir)."""
-    if fs.in_container:
-        kill_all_but({1, fs.zygote_pid, os.getpid()}, children=children)
-        remove_tree_contents("/tmp", keep=fs.tmp_keep)
-        remove_tree_contents("/dev/shm")
-        remove_tree_contents("/dev/mqueue")  # unlinking a queue's file is mq_unlink
-    else:  # a developer's host (tests): never touch a shared /tmp, only the work dir
-        remove_tree_contents(fs.cfg["workdir"])
-    os.makedirs(fs.cfg["workdir"], mode=0o700, exist_ok=True)
 
 
 def _forker_spawn(fs, isolate, children):
@@ -211,7 +140,7 @@ def _forker_main(sock, fs, trees=None):
             trees.reap()
         else:
             r, _, _ = select.select([sock], [], [], 0.5 if children else None)
-            _reap_nohang(children)
+            reap_nohang(children)
         if sock not in r:
             continue
         try:
@@ -234,9 +163,9 @@ def _forker_main(sock, fs, trees=None):
                 gpid, fds = _forker_spawn_direct(fs, trees)
                 _send_prepared(sock, {"pid": None, "gpid": gpid}, fds)
             elif trees is None and cmd in (FORKER_PREPARE_ISOLATED, FORKER_PREPARE_PROCESS):
-                _reap_within(children, FORKER_REAP_WAIT_S)  # as above
+                reap_within(children, FORKER_REAP_WAIT_S)  # as above
                 if cmd == FORKER_PREPARE_PROCESS:
-                    _forker_cleanup(fs, children)
+                    forker_cleanup(fs, children)
                 pid, fds = _forker_spawn(fs, cmd == FORKER_PREPARE_ISOLATED, children)
                 _send_prepared(sock, {"pid": pid}, fds)
             elif trees is None and cmd == FORKER_SWEEP:
@@ -244,7 +173,7 @@ def _forker_main(sock, fs, trees=None):
                     kill_all_but({1, fs.zygote_pid, os.getpid()}, children=children)
                 sock.send(encode_json({"ok": True}))
             elif trees is None and cmd == FORKER_CLEANUP:
-                _forker_cleanup(fs, children)
+                forker_cleanup(fs, children)
                 sock.send(encode_json({"ok": True}))
             else:
                 sock.send(encode_json({"error": "unknown forker command %r" % cmd}))
