@@ -149,6 +149,36 @@ class DirectTreeTest(unittest.TestCase):
         z.send({"op": "exit"})
         self.assertEqual(z.proc.wait(20), 0)
 
+    def test_forker_holds_nothing_of_past_runs(self):
+        # F keeps a run's status pipe until G is reaped, and G's stack: after many runs it holds
+        # the same descriptors and children as after one (the prepared run's G and U), one thread
+        z = Zygote(self, isolate=True)
+        z.frames("ready")
+
+        def children(pid):
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(x) for x in f.read().split()]
+
+        f0 = children(z.proc.pid)
+        self.assertEqual(len(f0), 1, f0)
+        f = children(f0[0])
+        self.assertEqual(len(f), 1, f)
+        fpid = f[0]
+
+        def state():
+            return (len(os.listdir("/proc/%d/fd" % fpid)), len(children(fpid)),
+                    os.listdir("/proc/%d/task" % fpid))
+
+        z.run("print(1)")
+        z.frames("ready")
+        after_one = state()
+        for i in range(8):
+            z.run("import os\nif os.fork() == 0:\n    import time\n    time.sleep(30)\nprint(%d)" % i)
+            z.frames("ready")
+        time.sleep(0.2)
+        self.assertEqual(state(), after_one)
+        self.assertEqual((after_one[1], after_one[2]), (2, [str(fpid)]))
+
     def test_session_mode(self):
         z = Zygote(self, isolate=True, mode="session")
         self.assertEqual(z.frames("ready")[-1][1]["run_tree"], "direct")
