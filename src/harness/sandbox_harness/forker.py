@@ -185,7 +185,6 @@ def _forker_main(sock, fs, trees=None):
     # Z is gone or exiting: wait for the children (their address spaces' teardown), then exit.
     if trees is not None:
         trees.kill_all()
-        children = set()
     while True:
         try:
             os.waitpid(-1, 0)
