@@ -125,10 +125,10 @@ class Kernel:
         """fork() through libc alone, without CPython's work around it: os.fork runs, in the
         child, the at-fork hooks of threading, random, logging and matplotlib's font cache,
         some 340 copy-on-write page faults in a preloaded interpreter. Only for a child that
-        runs harness code on one thread and never the user's (the run's intermediate I): the
-        interpreter state it inherits is consistent because the parent has a single thread,
-        which holds no lock across the call (ctypes releases the GIL around it). Returns 0 in
-        the child, the child's pid in the parent."""
+        runs harness code on one thread and never the user's (the run's intermediate I, the
+        forker F under F0): the interpreter state it inherits is consistent because the parent
+        has a single thread, which holds no lock across the call (ctypes releases the GIL
+        around it). Returns 0 in the child, the child's pid in the parent."""
         pid = self.libc.fork()
         if pid < 0:
             err = ctypes.get_errno()
