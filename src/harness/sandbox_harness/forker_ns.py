@@ -8,7 +8,8 @@ belongs to the initial user namespace, so the forker lives (once, from start-up)
 namespace and a PID namespace of its own:
 
     forker parent (F0)   forked by Z: unshare(user|pid), uid/gid map 1:1; waits for F
-     └─ forker (F)        PID 1 of its PID namespace, CAP_SYS_ADMIN in its user namespace only;
+     └─ forker (F)        PID 1 of its PID namespace, CAP_SYS_ADMIN (and CAP_SETFCAP) in its
+        │                 user namespace only;
         │                 per run: unshare(pid), G, U, setns back; reaps G and U, reports them
         ├─ init (G)        PID 1 of the run's namespace: a sleeper sharing F's memory
         └─ run (U)         PID 2: its own user, mount and IPC namespaces (isolation.py)
@@ -53,7 +54,6 @@ class _Tree:
         self.st_w = st_w  # the run's status pipe: F writes U's and G's statuses (G's pid goes
         # with F's answer to Z)
         self.stack = stack  # G's stack, in F's memory: reused once G is reaped
-        self.u_done = False
 
 
 class DirectTrees:
@@ -110,7 +110,6 @@ class DirectTrees:
                 upid = os.fork()
             except BaseException:  # noqa: B902
                 os.kill(gpid, signal.SIGKILL)
-                tree.u_done = True
                 raise
             if upid == 0:
                 try:
@@ -175,7 +174,6 @@ class DirectTrees:
         if tree is None:
             return
         if pid == tree.upid:
-            tree.u_done = True
             rec = {"t": "ustatus", "status": status}
             if usage is not None:
                 rec["cpu_ms"] = int((usage.ru_utime + usage.ru_stime) * 1000)
