@@ -266,8 +266,9 @@ Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) 
       ready_info_ = std::move(msg);
       prepared_ = true;
       if (logger_) {
-        logger_->debug("sandbox {} ready: python {}, isolation {}", Name(),
-                       JsonString(ready_info_, "python"), JsonString(ready_info_, "isolation"));
+        logger_->debug("sandbox {} ready: python {}, isolation {}, run tree {}", Name(),
+                       JsonString(ready_info_, "python"), JsonString(ready_info_, "isolation"),
+                       JsonString(ready_info_, "run_tree"));
       }
       return OkStatus();
     }

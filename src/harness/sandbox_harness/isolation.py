@@ -1,6 +1,17 @@
-"""The run side's process tree below the forker: the intermediate I isolates (user, mount, PID
-and IPC namespaces, a private /tmp, no capabilities), then creates the run's init G and its run
-process U, and reports their fates to the zygote (docs/harness-protocol.md, "Isolation").
+"""The run side's process tree below the forker, two ways (docs/harness-protocol.md,
+"Isolation"): the user, mount, PID and IPC namespaces, a private /tmp, no capabilities.
+
+Direct (the forker F lives in a user and PID namespace of its own, forker_ns.py): F creates the
+run's init G and forks the run process U straight into a fresh PID namespace; U isolates itself
+(direct_run_process) and F reaps both.
+
+    forker (F)           unshare(pid) for each run, then setns back to its own PID namespace
+     ├─ init (G)          PID 1 of the run's PID namespace: shares F's memory, sleeps in pause()
+     └─ run (U)           PID 2: unshare(user|mount|ipc), maps, tmpfs /tmp, caps dropped; then
+                          the request, rlimits, seccomp, user code
+
+Intermediate (the fallback when F cannot have namespaces of its own, e.g. under gVisor; and
+isolate=false without namespaces): F forks I for each run.
 
     intermediate (I)   unshare(user|mount|pid|ipc), maps, private tmpfs /tmp, caps dropped;
      │                 reaps U and G and reports their status
@@ -16,7 +27,7 @@ from .kernel import (CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MS_
                      MS_NOSUID, MS_PRIVATE, MS_REC, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS,
                      PR_SET_PDEATHSIG)
 from .osutil import close_fds_except, write_file
-from .run_process import run_process
+from .run_process import EX_INTERNAL, run_process
 from .wire import send_record
 
 
@@ -89,10 +100,13 @@ def intermediate(spec):
 
 def handled_signals():
     """The signals with a Python handler here (SIGINT's KeyboardInterrupt, any a preloaded module
-    set), as numbers. The forker finds them once; each run's I resets only these for G
-    (_spawn_init), not every signal through the enum-wrapping signal functions."""
+    set), as numbers, except SIGCHLD (which G ignores). The forker finds them once; each run's
+    G gets only these reset (_spawn_init), not every signal through the enum-wrapping signal
+    functions."""
     out = []
     for sig in signal.valid_signals():
+        if sig == signal.SIGCHLD:
+            continue
         try:
             h = signal.getsignal(sig)
         except (OSError, ValueError):
@@ -102,13 +116,14 @@ def handled_signals():
     return out
 
 
-def _spawn_init(k, handled=None):
-    """G: PID 1 of the run's namespace, a sleeper (Kernel.spawn_sleeper). It inherits I's
-    signal dispositions: no handler (the kernel drops every signal without one that a process
-    of the namespace sends its init, so nothing in the run can stop it or make it run code)
-    and SIGCHLD ignored (orphans of the run are reaped by the kernel). I's own are restored.
-    handled: the signals with a Python handler (handled_signals(), found now if None). The C
-    module _signal is used directly: signal.signal's enum conversions cost ~30 page faults."""
+def _spawn_init(k, handled=None, stack=None):
+    """G: PID 1 of the run's namespace, a sleeper (Kernel.spawn_sleeper; stack: see there). It
+    inherits its creator's (I's or F's) signal dispositions: no handler (the kernel drops every
+    signal without one that a process of the namespace sends its init, so nothing in the run
+    can stop it or make it run code) and SIGCHLD ignored (orphans of the run are reaped by the
+    kernel). The creator's own are restored. handled: the signals with a Python handler
+    (handled_signals(), found now if None). The C module _signal is used directly:
+    signal.signal's enum conversions cost ~30 page faults."""
     if handled is None:
         handled = handled_signals()
     saved = []
@@ -116,7 +131,7 @@ def _spawn_init(k, handled=None):
         saved.append((_signal.SIGCHLD, _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)))
         for sig in handled:
             saved.append((sig, _signal.signal(sig, _signal.SIG_DFL)))
-        return k.spawn_sleeper()
+        return k.spawn_sleeper(stack)
     finally:
         for sig, h in saved:
             _signal.signal(sig, h if h is not None else _signal.SIG_DFL)
@@ -144,11 +159,44 @@ def _reap_run(st_w, gpid, upid):
         left.discard(pid)
 
 
-def _isolate(spec):
-    """Fresh user, mount, PID and IPC namespaces; a private tmpfs on /tmp (and the work dir)."""
+def direct_run_process(spec):
+    """U of the direct tree: forked by the forker F as PID 2 of the run's fresh PID namespace
+    (G is PID 1). It isolates itself (user, mount and IPC namespaces of its own, the mounts, no
+    capabilities), then becomes the run process. A failure before the run process is reported
+    as an `internal` record on the result pipe (Z's set-up check reads it). Never returns."""
+    try:
+        k = spec.kernel
+        k.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # F is its parent: no getppid() check, F's
+        # death ends F's PID namespace and so this process
+        for fd in spec.forker_fds:  # F's socket, its namespace and wake-up fds, other runs' pipes
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # F's handler
+        k.prctl(PR_SET_DUMPABLE, 1, what="PR_SET_DUMPABLE")  # see intermediate()
+        write_file("/proc/self/oom_score_adj", "1000")
+        _isolate(spec, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)
+        k.drop_capabilities()
+        k.prctl(PR_SET_NO_NEW_PRIVS, 1, what="PR_SET_NO_NEW_PRIVS")
+        k.prctl(PR_SET_DUMPABLE, 0, what="PR_SET_DUMPABLE")
+    except BaseException as e:  # noqa: B902 - report anything, then die
+        try:
+            send_record(spec.res_w, {"t": "internal", "message": "set-up: %s: %s"
+                                     % (type(e).__name__, e)})
+        except BaseException:  # noqa: B902
+            pass
+        os._exit(EX_INTERNAL)
+    run_process(spec)
+
+
+def _isolate(spec, flags=CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC):
+    """Fresh namespaces (user, mount and IPC, and PID for I's later children unless the forker
+    made it); a private tmpfs on /tmp (and the work dir), /dev/shm and /dev/mqueue."""
     k = spec.kernel
     uid, gid = os.getuid(), os.getgid()
-    k.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
+    k.unshare(flags)
     write_file("/proc/self/setgroups", "deny")
     write_file("/proc/self/uid_map", "%d %d 1" % (uid, uid))
     write_file("/proc/self/gid_map", "%d %d 1" % (gid, gid))

@@ -1,5 +1,5 @@
-"""Kernel calls the standard library lacks (prctl, unshare, mount, capset, clone through ctypes;
-the seccomp filter) and the run's resource limits."""
+"""Kernel calls the standard library lacks (prctl, unshare, setns, mount, capset, clone through
+ctypes; the seccomp filter) and the run's resource limits."""
 
 import ctypes
 import os
@@ -29,6 +29,8 @@ MS_NOEXEC = 8
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAP_SYS_ADMIN = 21
+CAP_SETFCAP = 31
 
 
 SLEEPER_STACK = 64 << 10  # plenty for glibc's pause()
@@ -57,6 +59,7 @@ class Kernel:
                                ctypes.c_ulong]
         libc.prctl.restype = ctypes.c_int
         libc.unshare.argtypes = [ctypes.c_int]
+        libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
         libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                                ctypes.c_char_p]
         libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
@@ -93,48 +96,64 @@ class Kernel:
     def unshare(self, flags):
         self._check(self.libc.unshare(flags), "unshare")
 
+    def setns(self, fd, nstype):
+        self._check(self.libc.setns(fd, nstype), "setns")
+
     def mount(self, source, target, fstype, flags, data):
         enc = lambda s: s.encode() if s is not None else None  # noqa: E731
         self._check(self.libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
                     "mount %s" % target)
 
-    def drop_capabilities(self):
-        """Empties the bounding, ambient, effective, permitted and inheritable sets."""
+    def drop_capabilities(self, keep=()):
+        """Empties the bounding, ambient, effective, permitted and inheritable sets, except the
+        capabilities in `keep` (effective and permitted; the forker keeps CAP_SYS_ADMIN)."""
         prctl = self.libc.prctl
         for cap in range(self.cap_last + 1):
+            if cap in keep:
+                continue
             if prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 and prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
                 self._check(-1, "PR_CAPBSET_DROP %d" % cap)
         self.libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on old kernels
         hdr = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
         data = (_CapData * 2)()
+        for cap in keep:
+            data[cap // 32].effective |= 1 << (cap % 32)
+            data[cap // 32].permitted |= 1 << (cap % 32)
         self._check(self.libc.capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
 
     def fork_bare(self):
         """fork() through libc alone, without CPython's work around it: os.fork runs, in the
         child, the at-fork hooks of threading, random, logging and matplotlib's font cache,
         some 340 copy-on-write page faults in a preloaded interpreter. Only for a child that
-        runs harness code on one thread and never the user's (the run's intermediate I): the
-        interpreter state it inherits is consistent because the parent has a single thread,
-        which holds no lock across the call (ctypes releases the GIL around it). Returns 0 in
-        the child, the child's pid in the parent."""
+        runs harness code on one thread and never the user's (the run's intermediate I, the
+        forker F under F0): the interpreter state it inherits is consistent because the parent
+        has a single thread, which holds no lock across the call (ctypes releases the GIL
+        around it). Returns 0 in the child, the child's pid in the parent."""
         pid = self.libc.fork()
         if pid < 0:
             err = ctypes.get_errno()
             raise OSError(err, "fork: %s" % os.strerror(err))
         return pid
 
-    def spawn_sleeper(self):
+    @staticmethod
+    def sleeper_stack():
+        """A stack for spawn_sleeper(stack=...): the caller keeps it until the sleeper is reaped."""
+        return ctypes.create_string_buffer(SLEEPER_STACK)
+
+    def spawn_sleeper(self, stack=None):
         """A child that shares this process's memory and descriptor table and does nothing but
         sleep in pause() (C code: it never runs Python, so sharing the interpreter's memory is
         safe). It is the run's init: copying the page tables of the preloaded address space
         for a Python init, and tearing them down again, cost a few ms of CPU per run. The
         caller sets its signal dispositions first (none may run a handler; SIGCHLD ignored,
-        so the kernel reaps the orphans it inherits). Returns its pid."""
-        if self._stack_pid != os.getpid():
+        so the kernel reaps the orphans it inherits). stack: one of sleeper_stack(), which the
+        caller keeps until the sleeper is reaped (the forker, whose sleepers come and go);
+        else the process's first sleeper runs on the stack made in the zygote. Returns its pid."""
+        if stack is None and self._stack_pid != os.getpid():
             self._stack_pid = os.getpid()
             stack = self._stack
-        else:  # a second sleeper of this process (tests): a stack of its own
-            stack = ctypes.create_string_buffer(SLEEPER_STACK)
+        elif stack is None:  # a second sleeper of this process (tests): a stack of its own
+            stack = self.sleeper_stack()
             _SLEEPER_STACKS.append(stack)  # pause() sits on it until the child dies: never freed
         top = (ctypes.addressof(stack) + SLEEPER_STACK - 64) & ~15
         pid = self.libc.clone(self._pause, top, CLONE_VM | CLONE_FILES | signal.SIGCHLD, None)

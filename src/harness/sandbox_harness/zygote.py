@@ -1,16 +1,26 @@
 """The zygote Z: the preloaded interpreter that owns the control channel, prepares each run's
 process tree ahead of its request, and serves the server's messages (docs/harness-protocol.md).
 
-Process tree of one run (``isolate`` mode; see the protocol doc, "Isolation"):
+Process tree of one run (``isolate`` mode; see the protocol doc, "Isolation"), the direct tree:
 
     zygote (Z)            preloaded interpreter, non-dumpable, owns the control channel
-     ├─ forker (F)         forks every run's tree (forker.py); never sees a request
-     │   └─ intermediate (I)  namespaces, reaps U and G (isolation.py)
-     │       ├─ init (G)       PID 1 of the run's PID namespace, sleeps in pause()
-     │       └─ run (U)        PID 2: the request's code (run_process.py, session_process.py)
+     └─ forker parent (F0) the forker's own user and PID namespaces (forker_ns.py); waits for F
+         └─ forker (F)      PID 1 there; forks every run's tree (forker.py); never sees a request
+             ├─ init (G)       PID 1 of the run's fresh PID namespace, sleeps in pause()
+             └─ run (U)        PID 2: its own user, mount and IPC namespaces (isolation.py), then
+                               the request's code (run_process.py, session_process.py)
 
-I, G and U are created AHEAD of the request; a request only has to cross a pipe. In ``session``
-mode U stays alive across runs (one persistent ``__main__``) and also serves file operations.
+and its fallback, the intermediate tree (also isolate=false's, without namespaces):
+
+    zygote (Z)
+     └─ forker (F)
+         └─ intermediate (I)  namespaces, reaps U and G (isolation.py)
+             ├─ init (G)       PID 1 of the run's PID namespace, sleeps in pause()
+             └─ run (U)        PID 2: the request's code
+
+G and U (and I) are created AHEAD of the request; a request only has to cross a pipe. In
+``session`` mode U stays alive across runs (one persistent ``__main__``) and also serves file
+operations.
 
 Zygote is put together from one class per job: Children (run children), Relay (the relay
 loop), Records (U's records and the done event), Runs (pool runs), ZygoteSession (sessions).
@@ -61,6 +71,7 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
         self.tmp_keep = set()
         self.mpl_seed = None
         self.forker = None  # F, from the end of the preload on
+        self.ready_sent = False
         self.session = cfg["mode"] == "session"
         self.session_limits = cfg["limits"]  # the latest `session` op's, for U's not started yet
         self.session_record = None  # the server's record of the session, for `resume`
@@ -125,7 +136,9 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
     def ready_event(self):
         ev = {"ev": "ready", "protocol": PROTOCOL_VERSION, "python": "%d.%d.%d" % sys.version_info[:3],
               "pid": self.pid, "preloaded": self.preloaded, "errors": list(self.errors),
-              "isolation": "namespaces" if self.isolate else "process", "run_count": self.run_count,
+              "isolation": "namespaces" if self.isolate else "process",
+              "run_tree": self.forker.tree if self.isolate else "process",
+              "run_count": self.run_count,
               "mode": self.cfg["mode"], "cgroup": read_cgroup_baseline()}
         if self.session:
             ev.update(self._session_fields())
@@ -149,6 +162,7 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
         self._start_forker()
         self.prepare()
         self.chan.send(self.ready_event())
+        self.ready_sent = True
         self.last_contact = time.monotonic()  # the preload's seconds are not idle time
         while True:
             if not self.chan.queue:

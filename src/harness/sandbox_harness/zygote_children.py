@@ -9,7 +9,7 @@ import time
 
 from .cgroup import read_memory_counters
 from .errors import FatalError, ProtocolError
-from .forker import Forker, ForkerState
+from .forker import TREE_DIRECT, Forker, ForkerState
 from .osutil import log
 from .wire import KIND_JSON, FrameDecoder
 
@@ -17,9 +17,9 @@ from .wire import KIND_JSON, FrameDecoder
 class Prepared:
     """A forked, isolated child waiting for its request."""
 
-    def __init__(self, ipid, req_w, out_r, err_r, res_r, st_r, in_w=None):
-        self.ipid = ipid
-        self.gpid = None
+    def __init__(self, ipid, gpid, req_w, out_r, err_r, res_r, st_r, in_w=None):
+        self.ipid = ipid  # I's pid (the intermediate tree), else None
+        self.gpid = gpid  # G's pid: the direct tree's from F (in F's namespace), else I's record
         self.req_w, self.out_r, self.err_r, self.res_r, self.st_r = req_w, out_r, err_r, res_r, st_r
         self.in_w = in_w  # U's stdin channel (interactive_input), never blocking Z
         if in_w is not None:
@@ -51,19 +51,33 @@ class Children:
     """The zygote's part that creates and ends run children (a mixin of Zygote: it uses the
     zygote's config, channel, forker and isolation state)."""
 
-    def _start_forker(self):
-        """Forks F (see "The forker"), before any request reached the zygote."""
+    def _start_forker(self, direct=None):
+        """Forks F (see "The forker"), before any request reached the zygote. With namespaces
+        the direct tree is tried first (direct=None), the intermediate one where it is refused."""
         if any(m.get("op") != "ping" for m in self.chan.queue) or self.chan.decoder.pending:
             raise ProtocolError("a request arrived before the first ready (the server must wait "
                                 "for it: nothing of a request may reach the forker's memory)")
         fs = ForkerState(cfg=self.cfg, kernel=self.kernel, zygote_pid=self.pid,
                           mpl_seed=self.mpl_seed, tmp_keep=self.tmp_keep,
                           in_container=self.in_container, sock_fd=None)
-        self.forker = Forker.start(fs, close_in_child=(self.chan.in_fd, self.chan.out_fd))
+        close = (self.chan.in_fd, self.chan.out_fd)
+        if direct is None:
+            direct = self.isolate
+        if direct:
+            try:
+                self.forker = Forker.start(fs, close_in_child=close, direct=True)
+                return
+            except FatalError as e:
+                self._direct_refused(e)
+        self.forker = Forker.start(fs, close_in_child=close)
+
+    def _direct_refused(self, why):
+        log("the direct run tree is unavailable (%s); each run forks an intermediate process"
+            % why)
 
     def _spawn(self):
-        ipid, fds = self.forker.prepare(self.isolate, self.cfg["interactive_input"])
-        return Prepared(ipid, *fds)
+        ipid, gpid, fds = self.forker.prepare(self.isolate, self.cfg["interactive_input"])
+        return Prepared(ipid, gpid, *fds)
 
     def _await_prepared(self, p, timeout=15.0):
         """Waits for I's `pid` record and U's `waiting` record; returns None or the error."""
@@ -112,7 +126,16 @@ class Children:
                 self.prepared = p
                 return
             self._discard(p)
-            if self.isolate and self.cfg["isolate"] == "auto":
+            if self.forker.tree == TREE_DIRECT and not self.ready_sent:
+                # Before the first ready no request reached Z: it may still fork another forker.
+                self._direct_refused(err)
+                self.forker.close()
+                self._start_forker(direct=False)
+                continue
+            if self.isolate and self.cfg["isolate"] == "auto" and \
+                    self.forker.tree != TREE_DIRECT:
+                # (The direct tree's F cannot serve runs without namespaces: its PID namespace
+                # is not the container's. It failed after serving runs: the container is sick.)
                 self.errors.append("isolate: per-run namespaces unavailable (%s); runs use plain "
                                    "processes (isolate=false guarantees)" % err)
                 log(self.errors[-1])
@@ -125,10 +148,11 @@ class Children:
         """Kills a prepared (or finished) child and closes its pipes."""
         if not p.reaped:
             self._kill_tree(p)
-            try:
-                os.kill(p.ipid, signal.SIGKILL)
-            except OSError:
-                pass
+            if p.ipid:
+                try:
+                    os.kill(p.ipid, signal.SIGKILL)
+                except OSError:
+                    pass
         for fd in p.fds():
             try:
                 os.close(fd)
@@ -137,7 +161,12 @@ class Children:
         p.reaped = True  # by F (its child), without blocking: the exit's teardown is slow
 
     def _kill_tree(self, p):
-        """SIGKILL to the run's init: with a PID namespace the kernel kills the whole tree."""
+        """SIGKILL to the run's init: with a PID namespace the kernel kills the whole tree. In
+        the direct tree F sends it (G is F's child and in F's PID namespace, which hides the
+        container's pids; unreaped, so the pid cannot name another process)."""
+        if p.gpid and self.forker.tree == TREE_DIRECT:
+            self.forker.kill(p.gpid)
+            return
         if p.gpid:
             try:
                 os.kill(p.gpid, signal.SIGKILL)

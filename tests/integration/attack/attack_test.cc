@@ -429,6 +429,39 @@ std::vector<Attack> Attacks() {
       "import subprocess\nsubprocess.run(['sh', '-c', 'kill -9 -1'])\nprint('unreachable')\n",
       V::kSignal);
   a.back().Signal(9).Stdout("").SameContainerAfter();
+  a.emplace_back(
+      "setns_into_the_forkers_namespaces",
+      "run seccomp (setns, unshare); the forker, its parent and the run's init are non-dumpable "
+      "(no /proc/PID/ns of theirs opens); docker-init is in another user namespace. The run is "
+      "PID 2 three PID namespaces deep (the container's, the forker's, its own): the direct tree",
+      "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+      "me = os.readlink('/proc/self')\nopened, results = [], set()\n"
+      "def attempt(fd):\n"
+      "    for t in (0, 0x20000000, 0x10000000, 0x00020000):\n"  // any, PID, user, mount
+      "        ctypes.set_errno(0)\n"
+      "        results.add((libc.setns(fd, t), ctypes.get_errno()))\n"
+      "for p in os.listdir('/proc'):\n"
+      "    if not p.isdigit() or p == me:\n"
+      "        continue\n"
+      "    for ns in ('pid', 'pid_for_children', 'user', 'mnt', 'ipc'):\n"
+      "        try:\n"
+      "            fd = os.open('/proc/%s/ns/%s' % (p, ns), os.O_RDONLY)\n"
+      "        except OSError:\n"
+      "            continue\n"
+      "        opened.append((p, ns))\n"
+      "        attempt(fd)\n"
+      "        os.close(fd)\n"
+      "for ns in ('pid', 'pid_for_children', 'user'):\n"
+      "    fd = os.open('/proc/self/ns/' + ns, os.O_RDONLY)\n"
+      "    attempt(fd)\n"
+      "    os.close(fd)\n"
+      "for flags in (0x20000000, 0x10000000 | 0x20000000):\n"
+      "    ctypes.set_errno(0)\n"
+      "    results.add((libc.unshare(flags), ctypes.get_errno()))\n"
+      "nspid = [l for l in open('/proc/self/status') if l.startswith('NSpid')][0].split()[1:]\n"
+      "print('opened', opened, 'results', sorted(results), 'levels', len(nspid), nspid[-1])\n",
+      V::kOk);
+  a.back().Stdout("opened [] results [(-1, 1)] levels 3 2\n").SameContainerAfter();
 
   // -- output and the protocol ---------------------------------------------------------------
   a.emplace_back("forge_frames", "harness: the code holds no descriptor of the control channel",

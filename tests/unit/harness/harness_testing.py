@@ -1,5 +1,6 @@
-"""Helpers shared by the harness's tests: wait statuses, and the whole harness as a host process
-(the packed payload through the server's bootstrap, in isolate=false mode: no Docker)."""
+"""Helpers shared by the harness's tests: wait statuses, the whole harness as a host process
+(the packed payload through the server's bootstrap, in isolate=false mode unless a test asks for
+namespaces: no Docker), and small seccomp filters that take a kernel feature away from it."""
 
 import base64
 import json
@@ -32,15 +33,18 @@ def b64(data):
 class Zygote:
     """The harness as a host process through the real bootstrap, in isolate=false mode."""
 
-    def __init__(self, test, boot_path=None, **config):
-        """boot_path: a directory put first on the zygote's sys.path (-I ignores PYTHONPATH)."""
+    def __init__(self, test, boot_path=None, preexec=None, **config):
+        """boot_path: a directory put first on the zygote's sys.path (-I ignores PYTHONPATH).
+        preexec: run in the harness's process before it executes Python (e.g. a seccomp
+        filter). config: overrides of the test config (isolate=false unless given)."""
         self.workdir = tempfile.mkdtemp(prefix="harness-test-", dir="/tmp")
         test.addCleanup(self.cleanup)
         boot = harness_payload.BOOT
         if boot_path is not None:
             boot = "import sys;sys.path.insert(0,%r);%s" % (boot_path, boot)
         self.proc = subprocess.Popen([sys.executable, "-I", "-u", "-c", boot], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     preexec_fn=preexec)
         src = harness_payload.pack()
         self.cfg_workdir = os.path.join(self.workdir, "work")
         cfg = harness_config.config({"isolate": False, "preload": [], "warm_plot": False,
@@ -106,3 +110,48 @@ def figure_labels(events):
             data = base64.b64decode(e["data_b64"])
             labels.append(data[data.index(b"fig:") + 4:].decode())
     return labels
+
+
+# -- seccomp filters for tests: one syscall refused with EPERM --------------------------------
+
+_SYSCALLS = {"x86_64": {"unshare": 272, "setns": 308},
+             "aarch64": {"unshare": 97, "setns": 268}}
+
+
+def deny_filter(name, arg0=None):
+    """A classic BPF program refusing syscall `name` with EPERM (only when its first argument's
+    low 32 bits equal arg0, if given); everything else is allowed. No architecture check: the
+    filter only takes away, in a test's own child."""
+    import platform
+    import struct
+    nr = _SYSCALLS[platform.machine()][name]
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, eperm = 0x7FFF0000, 0x00050000 | 1
+    if arg0 is None:
+        prog = [(ld, 0, 0, 0), (jeq, 0, 1, nr), (ret, 0, 0, eperm), (ret, 0, 0, allow)]
+    else:
+        prog = [(ld, 0, 0, 0), (jeq, 0, 3, nr), (ld, 0, 0, 16), (jeq, 0, 1, arg0),
+                (ret, 0, 0, eperm), (ret, 0, 0, allow)]
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+
+
+def seccomp_preexec(*bpfs):
+    """A preexec for Zygote: installs the filters (no_new_privs first, as the harness does)."""
+    def install():
+        from sandbox_harness import kernel
+        k = kernel.Kernel()
+        for bpf in bpfs:
+            k.install_seccomp(bpf)
+    return install
+
+
+def user_namespaces_work():
+    """Whether this host lets a process make a user and PID namespace (the direct tree needs
+    both; CI hosts may refuse)."""
+    import ctypes
+    pid = os.fork()
+    if pid == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        os._exit(0 if libc.unshare(0x10000000 | 0x20000000) == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    return status == 0

@@ -1,11 +1,11 @@
-"""The forker's helpers (forker.py)."""
+"""The forker's helpers (forker.py, forker_sweep.py)."""
 
 import os
 import signal
 import time
 import unittest
 
-from sandbox_harness import forker
+from sandbox_harness import forker, forker_sweep
 
 
 class ReapTest(unittest.TestCase):
@@ -20,14 +20,14 @@ class ReapTest(unittest.TestCase):
 
     def test_waits_for_children_that_are_ending(self):
         children = {self._child(0.1), self._child(0.2)}
-        forker._reap_within(children, 5.0)
+        forker_sweep.reap_within(children, 5.0)
         self.assertEqual(children, set())
 
     def test_gives_up_after_the_bound(self):
         pid = self._child(30)
         self.addCleanup(lambda: (os.kill(pid, signal.SIGKILL), os.waitpid(pid, 0)))
         children = {pid}
-        forker._reap_within(children, 0.05)
+        forker_sweep.reap_within(children, 0.05)
         self.assertEqual(children, {pid})
 
 

@@ -59,7 +59,7 @@ class RelayHost(relay.Relay, Records, Runs):
             r, w = os.pipe()
             ends[tag] = (r, w)
         req_r, req_w = ends.pop("req")
-        p = Prepared(4242, req_w if request_pipe else None, ends["out"][0], ends["err"][0],
+        p = Prepared(4242, None, req_w if request_pipe else None, ends["out"][0], ends["err"][0],
                      ends["res"][0], ends["st"][0])
         self.req_r = req_r
         if request_pipe:

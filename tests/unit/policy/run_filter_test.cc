@@ -142,6 +142,8 @@ TEST(RunFilterTest, InstalledFilterDeniesWhatTheRunMustNotDo) {
     check.ExpectErrno("unshare(CLONE_NEWNS)", rc, errno, EPERM);
     rc = ::syscall(SYS_setns, 0, 0);
     check.ExpectErrno("setns", rc, errno, EPERM);
+    rc = ::syscall(SYS_setns, -1, CLONE_NEWPID);  // what the container profile lets through
+    check.ExpectErrno("setns(CLONE_NEWPID)", rc, errno, EPERM);
     rc = ::mount("none", "/tmp", "tmpfs", 0, nullptr);
     check.ExpectErrno("mount", rc, errno, EPERM);
     rc = ::umount2("/tmp", MNT_DETACH);
