@@ -69,18 +69,26 @@ class ForkerState:
         self.__dict__.update(kw)
 
 
-def _forker_spawn(fs, isolate, children):
-    """Creates the run child I with its pipes; returns (I's pid, the parent ends)."""
+def _run_pipes(fs):
+    """One run's pipes: (the child's ends by ChildSpec field, the parent's ends in the order Z
+    takes them). The stdin channel exists only for pools with interactive input."""
     req_r, req_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
     st_r, st_w = os.pipe()
     in_r, in_w = os.pipe() if fs.cfg["interactive_input"] else (None, None)
+    child = {"req_r": req_r, "out_w": out_w, "err_w": err_w, "res_w": res_w, "st_w": st_w,
+             "in_r": in_r}
+    return child, [req_w, out_r, err_r, res_r, st_r] + ([in_w] if in_w is not None else [])
+
+
+def _forker_spawn(fs, isolate, children):
+    """Creates the run child I with its pipes; returns (I's pid, the parent ends)."""
+    child, parent = _run_pipes(fs)
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
-                     req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
-                     in_r=in_r, mpl_seed=fs.mpl_seed,
-                     init_signals=getattr(fs, "init_signals", None))
+                     mpl_seed=fs.mpl_seed, init_signals=getattr(fs, "init_signals", None),
+                     **child)
     # I runs harness code only, on one thread: CPython's at-fork work is not needed there (the
     # run process U, forked by I, gets it from os.fork).
     pid = fs.kernel.fork_bare()
@@ -91,25 +99,18 @@ def _forker_spawn(fs, isolate, children):
         finally:
             os._exit(EX_INTERNAL)
     children.add(pid)
-    for fd in spec.child_fds() + [st_w]:
+    for fd in spec.child_fds() + [spec.st_w]:
         os.close(fd)
-    return pid, [req_w, out_r, err_r, res_r, st_r] + ([in_w] if in_w is not None else [])
+    return pid, parent
 
 
 def _forker_spawn_direct(fs, trees):
     """The direct tree: the pipes, then G and U in a fresh PID namespace (DirectTrees.spawn).
     Returns (G's pid, the parent ends); F keeps the status pipe's write end."""
-    req_r, req_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    res_r, res_w = os.pipe()
-    st_r, st_w = os.pipe()
-    in_r, in_w = os.pipe() if fs.cfg["interactive_input"] else (None, None)
-    parent = [req_w, out_r, err_r, res_r, st_r] + ([in_w] if in_w is not None else [])
+    child, parent = _run_pipes(fs)
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=True, parent_pid=None,
-                     req_r=req_r, out_w=out_w, err_w=err_w, res_w=res_w, st_w=st_w,
-                     in_r=in_r, mpl_seed=fs.mpl_seed, init_signals=fs.init_signals)
-    spec.forker_fds = [fs.sock_fd, st_w] + parent + trees.own_fds()
+                     mpl_seed=fs.mpl_seed, init_signals=fs.init_signals, **child)
+    spec.forker_fds = [fs.sock_fd, spec.st_w] + parent + trees.own_fds()
     try:
         gpid = trees.spawn(spec)  # the tree owns st_w from G's creation on (spec.st_w None)
     except BaseException:  # noqa: B902
