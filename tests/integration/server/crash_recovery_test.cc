@@ -189,7 +189,7 @@ TEST(CrashRecoveryTest, SecondServerOfTheInstanceLeavesTheFirstAlone) {
   for (const auto& id : before) {
     // Each names the first server as its owner (else the sweep could not tell it is alive).
     auto info = client.InspectContainer(id);
-    ASSERT_TRUE(info.ok());
+    ASSERT_TRUE(info.ok()) << id.substr(0, 12) << ": " << info.error().ToString();
     auto label = info->labels.find(std::string(service::kOwnerLabel));
     ASSERT_NE(label, info->labels.end()) << "no owner label on " << id.substr(0, 12);
     auto owner = service::ParseOwner(label->second);
