@@ -77,8 +77,8 @@ int Run(const Invocation& invocation) {
   sweep.self = *self;
   sweep.engine_local = config.docker.host.rfind("unix://", 0) == 0;
   sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
-  // Session containers of an earlier run are adopted below rather than removed (README,
-  // "Upgrades keep sessions").
+  // Session containers of an earlier run are adopted below rather than removed
+  // (docs/architecture.md, "Upgrades keep sessions").
   sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
   auto leftovers = sandbox::service::SweepLeftovers(
       **client, sweep, sandbox::service::SystemOwnerProbe(**client), logger);
