@@ -6,7 +6,7 @@
 # One PCH is only valid with the compile flags and macros it was built with (GCC's -Winvalid-pch,
 # an error under SANDBOX_WERROR; clang refuses a macro that differs). So every target that reuses
 # it compiles with the macros of all these libraries (sandbox_pch_flags), whether or not it uses
-# them: cpp-httplib's feature macros in particular must match the .so (README, "Building").
+# them: cpp-httplib's feature macros in particular must match the .so (docs/development.md).
 # sandbox_use_pch() is called by sandbox_add_library, sandbox_add_test and sandbox_add_fuzzer, so
 # new modules and tests pick it up without a line of their own.
 
