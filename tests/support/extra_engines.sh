@@ -55,9 +55,11 @@ pid_of() {
   [[ -s $f ]] && cat "$f"
 }
 alive() {
-  local pid
+  local pid state
   pid=$(pid_of "$1") || return 1
-  kill -0 "$pid" 2>/dev/null
+  # A killed dockerd stays a zombie until its parent reaps it: count that as gone.
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
 }
 engines() {
   local d
@@ -136,6 +138,13 @@ launch() {
   fi
   # A dockerd killed with SIGKILL leaves its pid file, and the next one refuses to start.
   rm -f "$pidfile"
+  # Its containerd dies with it (parent-death signal) but may linger as a zombie until reaped; dockerd
+  # takes a pid file naming any such process for a live containerd and waits for its socket forever.
+  local cpid
+  cpid=$(cat "$dir/exec/containerd/containerd.pid" 2>/dev/null || true)
+  if [[ -n $cpid ]] && ! process_of_engine "$cpid" "$dir"; then
+    rm -f "$dir/exec/containerd/containerd.pid"
+  fi
   make_bridge "$i"
   cfg=$(daemon_json "$i")
   # --iptables/--ip-masq off: the sandboxes run with NetworkMode none, and the main engine owns the
@@ -155,8 +164,9 @@ launch() {
     sleep 0.2
     waited=$((waited + 1))
     if ((waited > START_DEADLINE_S * 5)); then
-      tail -20 "$dir/dockerd.log" >&2
-      die "e$i did not answer on $(host_of "$i") within ${START_DEADLINE_S}s (log: $dir/dockerd.log)"
+      tail -5 "$dir/dockerd.log" >&2
+      log "e$i did not answer on $(host_of "$i") within ${START_DEADLINE_S}s (log: $dir/dockerd.log)"
+      return 1
     fi
   done
 }
@@ -183,7 +193,7 @@ cmd_start() {
   make_certs
   for ((i = 1; i <= n; i++)); do
     t0=$(now_ms)
-    launch "$i"
+    launch "$i" || exit 1
     t1=$(now_ms)
     load_image "$i"
     t2=$(now_ms)
@@ -210,12 +220,21 @@ kill_cgroup_leftovers() {
   done
 }
 
+# True when PID is a live (not zombie) process whose command line names engine directory DIR.
+process_of_engine() {
+  local pid=$1 dir=$2 state cmd
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]] || return 1
+  cmd=$(tr "\\0" " " 2>/dev/null <"/proc/$pid/cmdline") || return 1
+  [[ $cmd == *"$dir/"* ]]
+}
+
 # Processes of this engine other than dockerd (its containerd and shims) name its exec-root on their
 # command line; we match that exact path, never a process name.
 kill_exec_root_processes() {
   local dir=$1 p cmd
   for p in /proc/[0-9]*; do
-    cmd=$(tr "\\0" " " <"$p/cmdline" 2>/dev/null) || continue
+    cmd=$(tr "\\0" " " 2>/dev/null <"$p/cmdline") || continue
     if [[ $cmd == *"$dir/exec"* ]]; then
       kill -KILL "${p#/proc/}" 2>/dev/null || true
     fi
@@ -231,17 +250,16 @@ unmount_under() {
 }
 
 stop_engine() {
-  local i=$1 dir pid
+  local i=$1 dir pid t0
+  t0=$(now_ms)
   dir=$(engine_dir "$i")
   pid=$(pid_of "$i" || true)
   if [[ -n $pid ]]; then
     kill -CONT "$pid" 2>/dev/null || true
   fi
-  # Containers are removed through the engine's own API: that is the path that releases their mounts,
-  # network namespaces and shims. A killed engine is started again for this.
-  if ! ping_engine "$i" && [[ -d $dir/data ]]; then
-    launch "$i" 2>/dev/null || log "e$i did not come back; cleaning up by hand"
-  fi
+  # Containers are removed through the engine's own API when it answers: that releases their mounts,
+  # network namespaces and shims cleanly. A killed engine is not started again for this (a restart
+  # takes about 10 s); its shims, containers and mounts are removed by hand below.
   if ping_engine "$i"; then
     local ids=()
     mapfile -t ids < <(dk "$i" ps -aq 2>/dev/null || true)
@@ -258,6 +276,7 @@ stop_engine() {
     done
     kill -KILL "$pid" 2>/dev/null || true
   fi
+  log "e$i: engine stopped after $(($(now_ms) - t0)) ms; removing leftovers and state"
   kill_exec_root_processes "$dir"
   kill_cgroup_leftovers "$i"
   unmount_under "$dir"
@@ -267,7 +286,7 @@ stop_engine() {
     rm -rf "$dir"
   fi
   ip link del "$(bridge_name "$i")" 2>/dev/null || true
-  log "e$i stopped"
+  log "e$i stopped in $(($(now_ms) - t0)) ms"
 }
 
 cmd_stop() {
@@ -337,7 +356,7 @@ case ${1:-} in
   resume) signal_engine CONT "${2:-}" ;;
   restart)
     need_engine "${2:-}"
-    launch "$2"
+    launch "$2" || exit 1
     ;;
   *) die "usage: $0 start N | stop | status | engines-json | docker I ARGS | kill I | stall I | resume I | restart I" ;;
 esac
