@@ -18,16 +18,21 @@
 #   extra_engines.sh restart I      start engine I's dockerd again after `kill` (same state, same port)
 #
 # Environment (defaults in brackets):
-#   EXTRA_ENGINES_ROOT   state directory, data-roots, certificates, logs [/tmp/sbx-extra-engines]
+#   EXTRA_ENGINES_ROOT   state directory, data-roots, certificates, logs [/var/tmp/sbx-extra-engines]
+#                        (not a tmpfs: each data-root holds a copy of the image, about 1.3 GB)
 #   EXTRA_ENGINES_PORT   engine I listens on PORT+I [23760]
 #   EXTRA_ENGINES_NET    engine I's bridge gets NET.I.1/24 [10.231]
 #   EXTRA_ENGINES_IMAGE  image copied into each engine [sandbox-mcp-python:latest]
 #   EXTRA_ENGINES_DAEMON_JSON  dockerd --config-file; the default copies /etc/docker/daemon.json when it
 #                        exists so that the extra engines offer the same runtimes (e.g. runsc) as the main one
-#   EXTRA_ENGINES_KEEP_DATA=1  `stop` keeps each data-root (and so its image) for the next `start`
+#   EXTRA_ENGINES_KEEP_DATA=1  `stop` keeps each data-root (and so its image) for the next `start`:
+#                        deleting a data-root and loading the image again are the slow parts
+#                        (minutes on a busy machine; docs/scale-out.md has the numbers)
+# Other fixtures use other names: tests/integration/faults/fault_env.h owns sbxfault0 (172.31.254.0/24)
+# and /var/tmp/sandbox-mcp-faults-engine.
 set -euo pipefail
 
-ROOT=${EXTRA_ENGINES_ROOT:-/tmp/sbx-extra-engines}
+ROOT=${EXTRA_ENGINES_ROOT:-/var/tmp/sbx-extra-engines}
 BASE_PORT=${EXTRA_ENGINES_PORT:-23760}
 NET=${EXTRA_ENGINES_NET:-10.231}
 IMAGE=${EXTRA_ENGINES_IMAGE:-sandbox-mcp-python:latest}
@@ -230,13 +235,29 @@ process_of_engine() {
 }
 
 # Processes of this engine other than dockerd (its containerd and shims) name its exec-root on their
-# command line; we match that exact path, never a process name.
+# command line; we match that exact path, never a process name. A shim killed this way leaves its
+# socket in /run/containerd/s, named (containerd 1.6) by sha256("<containerd address>/<ns>/<id>"):
+# that exact file is removed too, so nothing of this engine stays behind.
 kill_exec_root_processes() {
   local dir=$1 p cmd
+  local -a args
   for p in /proc/[0-9]*; do
     cmd=$(tr "\\0" " " 2>/dev/null <"$p/cmdline") || continue
-    if [[ $cmd == *"$dir/exec"* ]]; then
-      kill -KILL "${p#/proc/}" 2>/dev/null || true
+    [[ $cmd == *"$dir/exec"* ]] || continue
+    kill -KILL "${p#/proc/}" 2>/dev/null || true
+    read -r -a args <<<"$cmd"
+    if [[ ${args[0]} == *containerd-shim* ]]; then
+      local ns="" id="" address="" k
+      for ((k = 1; k + 1 < ${#args[@]}; k++)); do
+        case ${args[k]} in
+          -namespace) ns=${args[k + 1]} ;;
+          -id) id=${args[k + 1]} ;;
+          -address) address=${args[k + 1]} ;;
+        esac
+      done
+      if [[ -n $ns && -n $id && $address == "$dir/exec/"* ]]; then
+        rm -f "/run/containerd/s/$(printf '%s' "$address/$ns/$id" | sha256sum | cut -c1-64)"
+      fi
     fi
   done
 }
@@ -339,6 +360,14 @@ signal_engine() {
   kill "-$sig" "$pid"
   log "e$i: sent SIG$sig to dockerd $pid"
 }
+
+# One caller at a time changes the engines (two test processes would fight over ports and bridges).
+case ${1:-} in
+  start | stop | restart)
+    exec 9>"${ROOT%/}.lock"
+    flock 9
+    ;;
+esac
 
 case ${1:-} in
   start) cmd_start "${2:-2}" ;;
