@@ -153,7 +153,8 @@ launch() {
   make_bridge "$i"
   cfg=$(daemon_json "$i")
   # --iptables/--ip-masq off: the sandboxes run with NetworkMode none, and the main engine owns the
-  # host's NAT rules. --bridge names our own bridge: `--bridge=none` would delete docker0.
+  # host's NAT rules. --bridge names our own bridge: `--bridge=none` would delete docker0. The lock
+  # (fd 9) is closed for dockerd, else the engine would hold it for its whole life.
   setsid dockerd \
     --config-file "$cfg" \
     --data-root "$dir/data" \
@@ -163,7 +164,7 @@ launch() {
     --cgroup-parent "$(cgroup_parent "$i")" \
     -H "$(host_of "$i")" \
     --tlsverify --tlscacert "$TLS/ca.pem" --tlscert "$TLS/server-cert.pem" --tlskey "$TLS/server-key.pem" \
-    >>"$dir/dockerd.log" 2>&1 </dev/null &
+    >>"$dir/dockerd.log" 2>&1 </dev/null 9>&- &
   local waited=0
   until ping_engine "$i"; do
     sleep 0.2
