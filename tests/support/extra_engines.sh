@@ -153,8 +153,7 @@ launch() {
   make_bridge "$i"
   cfg=$(daemon_json "$i")
   # --iptables/--ip-masq off: the sandboxes run with NetworkMode none, and the main engine owns the
-  # host's NAT rules. --bridge names our own bridge: `--bridge=none` would delete docker0. The lock
-  # (fd 9) is closed for dockerd, else the engine would hold it for its whole life.
+  # host's NAT rules. --bridge names our own bridge: `--bridge=none` would delete docker0.
   setsid dockerd \
     --config-file "$cfg" \
     --data-root "$dir/data" \
@@ -164,7 +163,7 @@ launch() {
     --cgroup-parent "$(cgroup_parent "$i")" \
     -H "$(host_of "$i")" \
     --tlsverify --tlscacert "$TLS/ca.pem" --tlscert "$TLS/server-cert.pem" --tlskey "$TLS/server-key.pem" \
-    >>"$dir/dockerd.log" 2>&1 </dev/null 9>&- &
+    >>"$dir/dockerd.log" 2>&1 </dev/null &
   local waited=0
   until ping_engine "$i"; do
     sleep 0.2
@@ -363,10 +362,16 @@ signal_engine() {
 }
 
 # One caller at a time changes the engines (two test processes would fight over ports and bridges).
+# flock -o holds the lock in the flock process itself and closes it for this script, so the
+# engines started here (dockerd, containerd, shims) never inherit it: one that outlived a killed
+# dockerd would otherwise keep every later command waiting.
 case ${1:-} in
   start | stop | restart)
-    exec 9>"${ROOT%/}.lock"
-    flock 9
+    if [[ -z ${EXTRA_ENGINES_LOCKED:-} ]]; then
+      mkdir -p "$(dirname "$ROOT")"
+      export EXTRA_ENGINES_LOCKED=1
+      exec flock -o "${ROOT%/}.lock" bash "$0" "$@"
+    fi
     ;;
 esac
 
