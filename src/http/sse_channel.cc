@@ -23,7 +23,8 @@ SseChannel::SseChannel(SseChannelLimits limits, LastEvent last_event)
 }
 
 bool SseChannel::Push(const std::string& event) {
-  std::function<void()> dropped;
+  std::function<void()> on_drop;
+  bool dropped = false;
   {
     std::lock_guard lock(mu_);
     if (abandoned_ || closed_) return false;
@@ -51,12 +52,13 @@ bool SseChannel::Push(const std::string& event) {
       queued_ = last_event_(reason);
       closed_ = true;
       overflowed_ = true;
-      dropped.swap(on_abandon_);
+      dropped = true;
+      on_drop.swap(on_abandon_);
     }
   }
   cv_.notify_all();
   if (!dropped) return true;
-  dropped();  // outside the lock: it cancels the run or ends the session behind the stream
+  if (on_drop) on_drop();  // outside the lock: it cancels the run or ends the session behind
   return false;
 }
 

@@ -138,9 +138,9 @@ TEST_F(TaskStoreTest, KeptResultsStayWithinTheirByteBoundsTheOldestEvictedFirst)
   };
   // Six finished tasks of one token: two fit its 3 MiB, the oldest go first.
   std::vector<std::shared_ptr<Task>> alice;
-  for (std::uint64_t i = 0; i < 6; ++i) {
-    alice.push_back(
-        run("alice", 1 << 20, std::min<std::int64_t>(i + 1, 2) * size, i + 1 > 2 ? i - 1 : 0));
+  for (std::int64_t i = 0; i < 6; ++i) {
+    alice.push_back(run("alice", 1 << 20, std::min<std::int64_t>(i + 1, 2) * size,
+                        static_cast<std::uint64_t>(std::max<std::int64_t>(i - 1, 0))));
   }
   for (std::size_t i = 0; i < 4; ++i) {
     json got = alice[i]->Detailed();
