@@ -111,8 +111,14 @@ void MethodNotAllowed(const httplib::Request&, httplib::Response& res) {
 // Shared between the handler, the run's thread and the response writing the stream (ServeSse
 // holds it until the response is gone).
 struct StreamState {
+  explicit StreamState(const http::SseChannelLimits& limits)
+      : channel(std::make_shared<http::SseChannel>(limits, LastEvent)) {}
+  // A reader that fell behind gets the stream's `error` event, then the stream ends.
+  static std::string LastEvent(const std::string& reason) {
+    return SseEvent("error", json{{"error", reason}, {"field", nullptr}, {"status", 503}});
+  }
   // The events, written by http::ServeSse.
-  std::shared_ptr<http::SseChannel> channel = std::make_shared<http::SseChannel>();
+  std::shared_ptr<http::SseChannel> channel;
   // The handler waits on these until the run starts, so a refusal before that is a plain HTTP
   // error rather than a stream.
   std::mutex mu;
@@ -339,15 +345,20 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
                           std::shared_ptr<SlotLimiter::Slot> slot) {
   auto registration = std::make_shared<http::RunRegistry::Entry>(registry_);
   if (!registration->ok()) return SendApiError(res, ShuttingDown());
-  auto state = std::make_shared<StreamState>();
+  auto state = std::make_shared<StreamState>(options_.sse_queue);
   state->cancel = registration->shared_token();
   state->slot = std::move(slot);
   // The peer went away (a failed write, or a closed connection at a wake-up): the run is
   // cancelled, and the engine ends it within a second.
-  state->channel->OnAbandon([logger = logger_, cancel = state->cancel] {
-    logger->info("POST /v1/execute: the client went away; cancelling the run");
-    cancel->Cancel();
-  });
+  state->channel->OnAbandon(
+      [logger = logger_, cancel = state->cancel, weak = std::weak_ptr(state->channel)] {
+        auto channel = weak.lock();
+        logger->info("POST /v1/execute: {}; cancelling the run",
+                     channel && channel->overflowed()
+                         ? "the client fell behind on its stream (memory.stream_queue_bytes)"
+                         : "the client went away");
+        cancel->Cancel();
+      });
   StreamState* raw = state.get();
   const int retry_after_s = options_.retry_after_s;
   auto logger = logger_;
@@ -362,7 +373,8 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
         if (result.ok()) {
           logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
                         exec::VerdictName(result->verdict), result->duration_ms);
-          raw->Push(SseEvent("result", ExecuteResultJson(*result)));
+          // A dropped reader is owed nothing: the result is not even built.
+          if (raw->channel->accepting()) raw->Push(SseEvent("result", ExecuteResultJson(*result)));
         } else {
           refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
                                : FromEngineError(result.error(), retry_after_s);

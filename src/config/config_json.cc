@@ -143,6 +143,7 @@ Status ApplyMemory(const json& doc, const std::string& path, MemoryConfig& memor
   SANDBOX_RETURN_IF_ERROR(r.Check());
   SANDBOX_RETURN_IF_ERROR(r.Read("inflight_bytes", memory.inflight_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("inflight_wait_ms", memory.inflight_wait));
+  SANDBOX_RETURN_IF_ERROR(r.Read("stream_queue_bytes", memory.stream_queue_bytes));
   return r.RejectUnknown();
 }
 
@@ -155,6 +156,9 @@ Status ApplyTasks(const json& doc, const std::string& path, TasksConfig& tasks) 
   SANDBOX_RETURN_IF_ERROR(r.Read("max_per_principal", tasks.max_per_principal));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_running", tasks.max_running));
   SANDBOX_RETURN_IF_ERROR(r.Read("live_output_bytes", tasks.live_output_bytes));
+  SANDBOX_RETURN_IF_ERROR(
+      r.Read("max_result_bytes_per_principal", tasks.max_result_bytes_per_principal));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_result_bytes", tasks.max_result_bytes));
   return r.RejectUnknown();
 }
 

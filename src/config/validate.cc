@@ -211,6 +211,14 @@ Status Validate(const Config& config) {
   }
   if (t.live_output_bytes < 1024)
     return Invalid("tasks.live_output_bytes", "must be at least 1024");
+  if (t.max_result_bytes < (1LL << 20) || t.max_result_bytes > (1LL << 40)) {
+    return Invalid("tasks.max_result_bytes", "must be between 1 MiB and 1 TiB");
+  }
+  if (t.max_result_bytes_per_principal < (1LL << 20) ||
+      t.max_result_bytes_per_principal > t.max_result_bytes) {
+    return Invalid("tasks.max_result_bytes_per_principal",
+                   "must be between 1 MiB and tasks.max_result_bytes");
+  }
   const auto& m = config.memory;
   // At least 64 MiB, and room for one request body of the largest size accepted.
   if (m.inflight_bytes != 0 &&
@@ -221,6 +229,11 @@ Status Validate(const Config& config) {
   }
   if (m.inflight_wait.count() < 0 || m.inflight_wait > std::chrono::minutes(5)) {
     return Invalid("memory.inflight_wait_ms", "must be between 0 and 300000");
+  }
+  if (m.stream_queue_bytes < (64LL << 10) || m.stream_queue_bytes > (256LL << 20) ||
+      (m.inflight_bytes != 0 && m.stream_queue_bytes > m.inflight_bytes)) {
+    return Invalid("memory.stream_queue_bytes",
+                   "must be between 64 KiB and 256 MiB, and at most memory.inflight_bytes");
   }
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");

@@ -122,8 +122,8 @@ struct Conn {
   HeadReader reader;
   RequestHead head;
   std::size_t head_bytes = 0;
-  std::size_t reserved = 0;  // of the body budget
-  std::string out;           // bytes for the client
+  ByteBudget::Reservation body_hold;  // the body's bytes, in the in-flight budget
+  std::string out;                    // bytes for the client
   std::size_t out_sent = 0;
   Clock::time_point last_progress;
   bool close_after_out = false;
@@ -160,6 +160,12 @@ class ConnectionGuard::Impl {
         upstream_port_(upstream_port),
         options_(options),
         logger_(std::move(logger)),
+        own_budget_(options_.inflight != nullptr
+                        ? nullptr
+                        : std::make_unique<ByteBudget>(
+                              static_cast<std::int64_t>(options_.max_buffered_bytes),
+                              "max_buffered_bytes")),
+        budget_(options_.inflight != nullptr ? options_.inflight : own_budget_.get()),
         peer_ports_(65536) {}
 
   void Run();
@@ -204,6 +210,8 @@ class ConnectionGuard::Impl {
   int upstream_port_;
   ConnectionGuardOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
+  std::unique_ptr<ByteBudget> own_budget_;  // only without options_.inflight
+  ByteBudget* budget_;                      // request bodies reserve their bytes here
   std::atomic<bool> stopping_{false};
   std::vector<std::atomic<bool>> peer_ports_;  // local ports of the guard's upstreams
   std::atomic<std::size_t> connections_{0};
@@ -213,7 +221,6 @@ class ConnectionGuard::Impl {
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
   std::unordered_map<std::string, int> per_ip_;
   std::vector<std::unique_ptr<Conn>> closed_;  // freed after the event batch that closed them
-  std::size_t buffered_ = 0;                   // body bytes reserved by all connections
   bool accept_paused_ = false;
   Clock::time_point accept_resume_;
   int listener_tag_ = 0;
@@ -415,18 +422,20 @@ void ConnectionGuard::Impl::Advance(Conn& c, Clock::time_point now) {
     c.head = std::move(std::get<RequestHead>(parsed));
     const auto body = static_cast<std::size_t>(c.head.content_length);
     if (body > 0) {
-      if (buffered_ + body > options_.max_buffered_bytes) {
-        Refuse(
-            c,
-            Refusal{503,
-                    "Service Unavailable: the request bodies being received at once "
-                    "already fill the server's buffer; retry later",
-                    "max_buffered_bytes", static_cast<std::int64_t>(options_.max_buffered_bytes)},
-            now, "Retry-After: 1\r\n");
+      // Reserved before a byte of it is read; the epoll thread cannot wait, so it fits or not.
+      auto hold = budget_->TryReserve(static_cast<std::int64_t>(body));
+      if (!hold) {
+        const bool own = own_budget_ != nullptr;
+        Refuse(c,
+               Refusal{
+                   503,
+                   "Service Unavailable: " +
+                       budget_->RefusalMessage(static_cast<std::int64_t>(body), "the request body"),
+                   own ? "max_buffered_bytes" : "memory.inflight_bytes", budget_->capacity()},
+               now, "Retry-After: 1\r\n");
         return;
       }
-      buffered_ += body;
-      c.reserved = body;
+      c.body_hold = std::move(*hold);
       if (c.head.expect_continue && c.in.size() < c.head_bytes + body) {
         c.out.append("HTTP/1.1 100 Continue\r\n\r\n");
         FlushClient(c, now);
@@ -541,9 +550,8 @@ void ConnectionGuard::Impl::FlushUpstream(Conn& c) {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     return;  // cpp-httplib closed: its response (or EOF) says what happened
   }
-  std::string().swap(c.up_out);  // the body's memory goes back now
+  std::string().swap(c.up_out);  // the guard's copy goes back now; cpp-httplib holds its own
   c.up_sent = 0;
-  Release(c);
 }
 
 void ConnectionGuard::Impl::ReadUpstream(Conn& c, Clock::time_point now) {
@@ -622,6 +630,7 @@ void ConnectionGuard::Impl::ResponseDone(Conn& c, bool complete, Clock::time_poi
   }
   // A complete response is closed at once (abortively: no TIME_WAIT left behind per request).
   CloseUpstream(c, complete);
+  Release(c);  // the request is over: cpp-httplib's copy of its body is gone
   const bool keep = complete && c.head.keep_alive && c.response.framing != BodyFraming::kUntilClose;
   if (keep) {
     c.state = Conn::State::kIdle;
@@ -681,10 +690,7 @@ void ConnectionGuard::Impl::CloseUpstream(Conn& c, bool abortive) {
   upstreams_.fetch_sub(1);
 }
 
-void ConnectionGuard::Impl::Release(Conn& c) {
-  buffered_ -= c.reserved;
-  c.reserved = 0;
-}
+void ConnectionGuard::Impl::Release(Conn& c) { c.body_hold.Release(); }
 
 void ConnectionGuard::Impl::Close(Conn& c) {
   if (c.dead) return;

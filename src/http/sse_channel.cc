@@ -2,16 +2,64 @@
 
 #include <httplib.h>
 
+#include <nlohmann/json.hpp>
+
+#include "sandbox/core/human_bytes.h"
+
 namespace sandbox::http {
 
+namespace {
+
+std::string DefaultLastEvent(const std::string& reason) {
+  return FormatSseEvent("error", nlohmann::json{{"error", reason}}.dump(
+                                     -1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+}  // namespace
+
+SseChannel::SseChannel(SseChannelLimits limits, LastEvent last_event)
+    : limits_(limits), last_event_(last_event ? std::move(last_event) : DefaultLastEvent) {
+  if (limits_.budget != nullptr) held_ = limits_.budget->TryReserve(0);  // zero always fits
+}
+
 bool SseChannel::Push(const std::string& event) {
+  std::function<void()> on_drop;
+  bool dropped = false;
   {
     std::lock_guard lock(mu_);
     if (abandoned_ || closed_) return false;
-    queued_ += event;
+    // One event beyond the bound is let in, so that a result larger than the bound still
+    // reaches a reader that keeps up; a reader that left the bound's worth unread has not.
+    std::string reason;
+    if (!queued_.empty() && queued_.size() >= limits_.max_queued_bytes) {
+      reason = "the client fell behind: " + HumanBytes(static_cast<std::int64_t>(queued_.size())) +
+               " of events waited unread on this stream, the most the server queues for one "
+               "reader (memory.stream_queue_bytes = " +
+               std::to_string(limits_.max_queued_bytes) +
+               "); the stream ends here and the events it was owed are dropped";
+    } else if (held_ && !held_->TryGrow(static_cast<std::int64_t>(event.size()))) {
+      reason =
+          "the server cannot hold this stream's next event: " +
+          limits_.budget->RefusalMessage(static_cast<std::int64_t>(event.size()), "the event") +
+          "; the stream ends here";
+    }
+    if (reason.empty()) {
+      queued_ += event;
+    } else {
+      // What the reader was owed is not kept: only the last event waits for it.
+      if (held_) held_->Shrink(static_cast<std::int64_t>(queued_.size()));
+      std::string().swap(queued_);
+      queued_ = last_event_(reason);
+      closed_ = true;
+      overflowed_ = true;
+      dropped = true;
+      on_drop.swap(on_abandon_);
+    }
   }
   cv_.notify_all();
-  return true;
+  if (!dropped) return true;
+  if (on_drop) on_drop();  // outside the lock: it cancels the run or ends the session behind
+  return false;
 }
 
 void SseChannel::Close() {
@@ -28,7 +76,9 @@ void SseChannel::Abandon() {
     std::lock_guard lock(mu_);
     if (abandoned_) return;
     abandoned_ = true;
-    queued_.clear();
+    std::string().swap(queued_);
+    writing_ = 0;
+    if (held_) held_->Release();
     callback.swap(on_abandon_);
   }
   cv_.notify_all();
@@ -38,6 +88,21 @@ void SseChannel::Abandon() {
 bool SseChannel::abandoned() const {
   std::lock_guard lock(mu_);
   return abandoned_;
+}
+
+bool SseChannel::accepting() const {
+  std::lock_guard lock(mu_);
+  return !closed_ && !abandoned_;
+}
+
+bool SseChannel::overflowed() const {
+  std::lock_guard lock(mu_);
+  return overflowed_;
+}
+
+std::size_t SseChannel::held_bytes() const {
+  std::lock_guard lock(mu_);
+  return held_ ? static_cast<std::size_t>(held_->bytes()) : queued_.size() + writing_;
 }
 
 void SseChannel::OnAbandon(std::function<void()> callback) {
@@ -53,11 +118,15 @@ void SseChannel::OnAbandon(std::function<void()> callback) {
 
 SseChannel::Next SseChannel::Take(std::string& out, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
+  // The writer is back: what it took last has been written.
+  if (held_) held_->Shrink(static_cast<std::int64_t>(writing_));
+  writing_ = 0;
   cv_.wait_for(lock, wait, [&] { return abandoned_ || closed_ || !queued_.empty(); });
   if (abandoned_) return Next::kAbandoned;
   if (!queued_.empty()) {
+    out.clear();
     out.swap(queued_);
-    queued_.clear();
+    writing_ = out.size();
     return Next::kData;
   }
   return closed_ ? Next::kClosed : Next::kIdle;

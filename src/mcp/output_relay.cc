@@ -1,5 +1,7 @@
 #include "sandbox/mcp/output_relay.h"
 
+#include <algorithm>
+
 #include "sandbox/core/utf8.h"
 
 namespace sandbox::mcp {
@@ -18,6 +20,13 @@ void OutputRelay::OnOutput(exec::Stream stream, std::string_view bytes) {
   {
     std::lock_guard lock(mu_);
     if (finished_) return;
+    // Only what can still go out live is kept: max_live_bytes, and one byte more so that the
+    // sender sees the cut and says so. A flood past it costs nothing here.
+    const std::size_t room =
+        options_.max_live_bytes + 1 - std::min(accepted_, options_.max_live_bytes + 1);
+    if (room == 0) return;
+    if (bytes.size() > room) bytes = bytes.substr(0, room);
+    accepted_ += bytes.size();
     if (pending_.empty()) first_pending_ = std::chrono::steady_clock::now();
     if (!pending_.empty() && pending_.back().stream == stream) {
       pending_.back().bytes.append(bytes);

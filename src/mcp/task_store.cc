@@ -1,7 +1,9 @@
 #include "sandbox/mcp/task_store.h"
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 
+#include "sandbox/core/human_bytes.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/random_id.h"
 
@@ -25,6 +27,22 @@ std::string Iso8601(Clock::time_point t) {
 }
 
 std::int64_t Millis(std::chrono::milliseconds d) { return d.count(); }
+
+// Counts what a serializer writes, so a result's size is known without a copy of its text.
+class CountingOutput final : public nlohmann::detail::output_adapter_protocol<char> {
+ public:
+  void write_character(char /*c*/) override { ++count; }
+  void write_characters(const char* /*s*/, std::size_t length) override { count += length; }
+  std::size_t count = 0;
+};
+
+// The size of DumpJson(value) (compact, invalid UTF-8 replaced), without building it.
+std::int64_t DumpedSize(const json& value) {
+  auto out = std::make_shared<CountingOutput>();
+  nlohmann::detail::serializer<json> serializer(out, ' ', json::error_handler_t::replace);
+  serializer.dump(value, false, false, 0);
+  return static_cast<std::int64_t>(out->count);
+}
 
 }  // namespace
 
@@ -185,6 +203,22 @@ void Task::RequestCancel() {
   cancel_.Cancel();  // outside the lock: the run's callbacks may call back into the task
 }
 
+std::int64_t Task::ResultBytes() const {
+  std::lock_guard lock(mu_);
+  if (status_ == TaskStatus::kCompleted) return DumpedSize(result_);
+  if (status_ == TaskStatus::kFailed) return DumpedSize(error_);
+  return 0;
+}
+
+void Task::EvictResult(const std::string& reason) {
+  std::lock_guard lock(mu_);
+  if (status_ != TaskStatus::kCompleted && status_ != TaskStatus::kFailed) return;
+  status_ = TaskStatus::kFailed;
+  json().swap(result_);  // the memory goes back now
+  error_ = {{"code", rpc_code::kServerError}, {"message", reason}, {"data", {{"evicted", true}}}};
+  Touch();
+}
+
 bool Task::terminal() const {
   std::lock_guard lock(mu_);
   return status_ == TaskStatus::kCompleted || status_ == TaskStatus::kCancelled ||
@@ -250,11 +284,87 @@ void TaskStore::SweepLocked(Clock::time_point now) {
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const bool expired = now - it->second->created_at() > options_.ttl;
     if (expired && it->second->terminal()) {
-      it = tasks_.erase(it);
+      const std::string id = (it++)->first;
+      EraseLocked(id);
     } else {
       ++it;
     }
   }
+}
+
+void TaskStore::EraseLocked(const std::string& id) {
+  tasks_.erase(id);
+  for (std::size_t i = 0; i < kept_.size(); ++i) {
+    if (kept_[i].task->id() != id) continue;
+    kept_bytes_ -= kept_[i].bytes;
+    auto mine = kept_by_principal_.find(kept_[i].task->principal());
+    if (mine != kept_by_principal_.end() && (mine->second -= kept_[i].bytes) <= 0) {
+      kept_by_principal_.erase(mine);
+    }
+    kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));
+    return;
+  }
+}
+
+void TaskStore::EvictLocked(std::size_t index, const std::string& reason) {
+  KeptResult victim = std::move(kept_[index]);
+  kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(index));
+  kept_bytes_ -= victim.bytes;
+  auto mine = kept_by_principal_.find(victim.task->principal());
+  if (mine != kept_by_principal_.end() && (mine->second -= victim.bytes) <= 0) {
+    kept_by_principal_.erase(mine);
+  }
+  ++evicted_total_;
+  victim.task->EvictResult("the task's result (" + HumanBytes(victim.bytes) +
+                           ") is no longer kept: " + reason +
+                           "; kept results are evicted oldest first");
+  logger_->info("task {}: result of {} evicted ({})", victim.task->id(), HumanBytes(victim.bytes),
+                reason);
+}
+
+void TaskStore::Keep(const std::shared_ptr<Task>& task) {
+  const std::int64_t bytes = task->ResultBytes();  // outside the lock: it walks the result
+  if (bytes <= 0) return;
+  const std::string& principal = task->principal();
+  const std::string per_principal = "this token's finished tasks may keep " +
+                                    HumanBytes(options_.max_result_bytes_per_principal) +
+                                    " of results (tasks.max_result_bytes_per_principal)";
+  const std::string server_wide = "the server keeps " + HumanBytes(options_.max_result_bytes) +
+                                  " of task results in all (tasks.max_result_bytes)";
+  std::lock_guard lock(mu_);
+  if (tasks_.find(task->id()) == tasks_.end()) return;  // forgotten already
+  if (bytes > options_.max_result_bytes_per_principal) {
+    ++evicted_total_;
+    task->EvictResult("the task's result (" + HumanBytes(bytes) +
+                      ") was not kept: " + per_principal);
+    logger_->info("task {}: result of {} not kept (tasks.max_result_bytes_per_principal)",
+                  task->id(), HumanBytes(bytes));
+    return;
+  }
+  auto mine = [&] {
+    auto it = kept_by_principal_.find(principal);
+    return it == kept_by_principal_.end() ? std::int64_t{0} : it->second;
+  };
+  // The principal's own oldest go first for its bound, anyone's oldest for the server's.
+  for (std::size_t i = 0;
+       i < kept_.size() && mine() + bytes > options_.max_result_bytes_per_principal;) {
+    if (kept_[i].task->principal() == principal) {
+      EvictLocked(i, per_principal);
+    } else {
+      ++i;
+    }
+  }
+  while (!kept_.empty() && kept_bytes_ + bytes > options_.max_result_bytes) {
+    EvictLocked(0, server_wide);
+  }
+  kept_.push_back(KeptResult{task, bytes});
+  kept_bytes_ += bytes;
+  kept_by_principal_[principal] += bytes;
+}
+
+KeptResultStats TaskStore::kept_results() const {
+  std::lock_guard lock(mu_);
+  return {kept_bytes_, options_.max_result_bytes, evicted_total_};
 }
 
 Result<std::shared_ptr<Task>> TaskStore::Start(const std::string& principal,
@@ -288,13 +398,13 @@ Result<std::shared_ptr<Task>> TaskStore::Start(const std::string& principal,
         return Error(ErrorCode::kLimit, "this token holds " + std::to_string(mine) +
                                             " tasks, the most one token may hold");
       }
-      tasks_.erase(oldest_done->id());  // the oldest finished one makes room
+      EraseLocked(oldest_done->id());  // the oldest finished one makes room
     }
     task = std::make_shared<Task>(RandomHexId(16), principal, now, options_);
     tasks_.emplace(task->id(), task);
   }
   // Inserted before the run starts: tasks/get finds it the moment the client has its id.
-  bool spawned = runs_.Spawn([task, work = std::move(work), logger = logger_] {
+  bool spawned = runs_.Spawn([this, task, work = std::move(work), logger = logger_] {
     try {
       work(*task);
     } catch (const std::exception& e) {
@@ -304,6 +414,7 @@ Result<std::shared_ptr<Task>> TaskStore::Start(const std::string& principal,
     // Whatever the work did, the task ends with its run.
     task->Fail(
         {{"code", rpc_code::kInternalError}, {"message", "the task's run ended without a result"}});
+    Keep(task);  // the store outlives its runs (Shutdown waits for them)
   });
   if (!spawned) {
     std::lock_guard lock(mu_);

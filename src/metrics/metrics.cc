@@ -342,6 +342,24 @@ std::string Metrics::Render(const Snapshot& now) const {
       Polled("sandbox_http_max_streams", "Stream slots (server.max_streams)", MetricType::Gauge)
           .Add({}, static_cast<double>(now.stream_slots))
           .Take());
+  if (now.task_results) {
+    families.push_back(Polled("sandbox_task_result_bytes",
+                              "Bytes of finished task results kept for tasks/get",
+                              MetricType::Gauge)
+                           .Add({}, static_cast<double>(now.task_results->bytes))
+                           .Take());
+    families.push_back(Polled("sandbox_task_result_max_bytes",
+                              "The most bytes of task results kept (tasks.max_result_bytes)",
+                              MetricType::Gauge)
+                           .Add({}, static_cast<double>(now.task_results->max_bytes))
+                           .Take());
+    families.push_back(Polled("sandbox_task_results_evicted_total",
+                              "Task results evicted, or not kept, to stay within their byte "
+                              "bounds",
+                              MetricType::Counter)
+                           .Add({}, static_cast<double>(now.task_results->evicted_total))
+                           .Take());
+  }
   families.push_back(
       Polled("sandbox_engine_up", "1 when the last Docker engine ping answered", MetricType::Gauge)
           .Add({}, now.engine_up ? 1 : 0)

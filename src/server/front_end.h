@@ -15,6 +15,7 @@
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/dispatcher.h"
+#include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
@@ -42,6 +43,7 @@ struct HttpSources {
   const docker::Client* client = nullptr;
   const service::SandboxService* service = nullptr;
   const service::SessionManager* session_manager = nullptr;  // null while sessions are off
+  const mcp::TaskStore* tasks = nullptr;  // its kept results are shown in /metrics
 };
 
 // Serves MCP on stdin/stdout until the input ends or a signal stops it (runs in flight are

@@ -98,6 +98,11 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   mcp_http.max_body_bytes = static_cast<std::size_t>(config.server.max_body_bytes);
   mcp_http.principal = guard.Resolver();
   mcp_http.stream_slots = stream_slots;
+  // Every stream's queue: its own bound, and its bytes in the in-flight budget.
+  const http::SseChannelLimits sse_queue{
+      .max_queued_bytes = static_cast<std::size_t>(config.memory.stream_queue_bytes),
+      .budget = &front.inflight};
+  mcp_http.sse_queue = sse_queue;
   transport::StreamableHttpOptions streamable_options;
   streamable_options.http = mcp_http;
   streamable_options.sessions.max_sessions =
@@ -115,6 +120,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   api_options.version = SANDBOX_VERSION;
   api_options.principal = guard.Resolver();
   api_options.stream_slots = stream_slots;
+  api_options.sse_queue = sse_queue;
   api_options.session_max_file_bytes = config.sessions.max_file_bytes;
   api::HttpApi http_api(sources.runs, sources.sessions, api_options, logger);
   http_api.Register(server);  // /eval, /v1/execute, /v1/sessions, /openapi.json
@@ -134,6 +140,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   probes.sessions = sources.session_manager;
   probes.streamable = &streamable;
   probes.stream_slots = stream_slots.get();
+  probes.tasks = sources.tasks;
   probes.config = &config;
   probes.metrics = &front.metrics;
   probes.draining = &draining;
@@ -145,9 +152,10 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
     return 1;
   }
   RaiseDescriptorLimit(config.server, logger);
-  auto listening =
-      http::ConnectionGuard::Listen(config.server.listen_host, config.server.listen_port,
-                                    internal_port, ConnectionGuardOptionsOf(config.server), logger);
+  http::ConnectionGuardOptions guard_options = ConnectionGuardOptionsOf(config.server);
+  guard_options.inflight = &front.inflight;  // request bodies reserve their bytes there
+  auto listening = http::ConnectionGuard::Listen(
+      config.server.listen_host, config.server.listen_port, internal_port, guard_options, logger);
   if (!listening.ok()) return Fail(logger, listening.error());
   guarded_port = std::move(*listening);
 

@@ -140,10 +140,11 @@ int Run(const Invocation& invocation) {
                        .load_config = [&invocation] { return invocation.Reload(); },
                        .signals = signals,
                        .logger = logger};
-  const int code = config.server.stdio
-                       ? ServeStdio(front)
-                       : ServeHttp(front, HttpSources{served.runs(), served.sessions(),
-                                                      client->get(), &service, session_manager});
+  const int code =
+      config.server.stdio
+          ? ServeStdio(front)
+          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), client->get(), &service,
+                                         session_manager, &tasks});
   tasks.Shutdown();
   if (code != 0) return code;
   shutdown_engine();

@@ -51,6 +51,8 @@ mcp::TaskOptions TaskOptionsOf(const config::Config& config) {
   options.max_per_principal = static_cast<std::size_t>(t.max_per_principal);
   options.max_running = static_cast<std::size_t>(t.max_running);
   options.live_output_bytes = static_cast<std::size_t>(t.live_output_bytes);
+  options.max_result_bytes_per_principal = t.max_result_bytes_per_principal;
+  options.max_result_bytes = t.max_result_bytes;
   return options;
 }
 

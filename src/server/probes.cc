@@ -64,6 +64,10 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
                                             st.restarts_total, st.restored_total};
   }
   if (sources.streamable != nullptr) now.mcp_sessions = sources.streamable->session_count();
+  if (sources.tasks != nullptr) {
+    const mcp::KeptResultStats kept = sources.tasks->kept_results();
+    now.task_results = metrics::KeptResultsSnapshot{kept.bytes, kept.max_bytes, kept.evicted_total};
+  }
   if (sources.stream_slots != nullptr) {
     now.streams_open = sources.stream_slots->in_use();
     now.stream_slots = sources.stream_slots->capacity();

@@ -13,6 +13,7 @@
 #include "sandbox/config/config.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
@@ -27,6 +28,7 @@ struct ProbeSources {
   const service::SessionManager* sessions = nullptr;  // null while sessions are off
   const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;
+  const mcp::TaskStore* tasks = nullptr;  // kept task results
   const config::Config* config = nullptr;
   metrics::Metrics* metrics = nullptr;
   // Set once shutdown begins: /readyz answers 503 from then on.

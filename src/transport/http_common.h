@@ -34,6 +34,24 @@ class SseOutbound final : public mcp::Outbound {
   std::shared_ptr<http::SseChannel> channel_;
 };
 
+// The last event of a legacy stream whose reader fell behind: a notifications/message at level
+// error (there is no request to answer), so that a client that reads again sees why it ends.
+inline std::string LegacyLastEvent(const std::string& reason) {
+  return http::FormatSseEvent(
+      "message", mcp::DumpJson(mcp::MakeNotification(
+                     "notifications/message",
+                     {{"level", "error"}, {"logger", "sandbox-mcp"}, {"data", reason}})));
+}
+
+// The last event of a tools/call stream whose reader fell behind: the request's answer, an
+// error saying why (the run is cancelled).
+inline http::SseChannel::LastEvent CallLastEvent(nlohmann::json id) {
+  return [id = std::move(id)](const std::string& reason) {
+    return http::FormatSseEvent(
+        "message", mcp::DumpJson(mcp::MakeError(id, {mcp::rpc_code::kServerError, reason})));
+  };
+}
+
 // A stream beyond a stream limit, refused at once rather than queued behind the open ones for
 // an HTTP worker: 503 past the server's bound (server.max_streams), 429 past the principal's
 // share of it (per_principal.max_streams).

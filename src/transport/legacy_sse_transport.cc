@@ -48,7 +48,9 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
   const std::string principal = PrincipalOf(req);
   std::shared_ptr<SlotLimiter::Slot> slot;
   if (!detail::TakeStreamSlot(core_.options().stream_slots, principal, res, slot)) return;
-  auto opened = core_.sessions().Open(principal, std::make_shared<http::SseChannel>());
+  auto opened = core_.sessions().Open(
+      principal,
+      std::make_shared<http::SseChannel>(core_.options().sse_queue, detail::LegacyLastEvent));
   if (opened.session == nullptr) {  // the bound on all sessions (by default the only one)
     http::SendRpcError(res, 503, kServerError, "Service Unavailable: too many sessions");
     return;
@@ -59,8 +61,16 @@ void LegacySseTransport::HandleStream(const httplib::Request& req, httplib::Resp
   session->channel->Push(
       http::FormatSseEvent("endpoint", messages_path_ + "?sessionId=" + session->id));
   const std::string id = session->id;
-  session->channel->OnAbandon([this, id] {
-    core_.logger()->info("legacy SSE stream closed by the client; session ended");
+  std::weak_ptr<http::SseChannel> weak = session->channel;
+  session->channel->OnAbandon([this, id, weak] {
+    auto channel = weak.lock();
+    if (channel && channel->overflowed()) {
+      core_.logger()->warn(
+          "legacy SSE stream: the client fell behind (memory.stream_queue_bytes); stream and "
+          "session ended");
+    } else {
+      core_.logger()->info("legacy SSE stream closed by the client; session ended");
+    }
     core_.EndSession(id);
   });
   http::ServeSse(res, session->channel, core_.options().sse, std::move(slot));

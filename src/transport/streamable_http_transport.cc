@@ -286,12 +286,19 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
   if (!detail::TakeStreamSlot(core_.options().stream_slots, session->principal(), res, slot, id)) {
     return;
   }
-  auto channel = std::make_shared<http::SseChannel>();
-  // The stream is the only way the result can reach the client: when it goes, cancel the run.
+  auto channel =
+      std::make_shared<http::SseChannel>(core_.options().sse_queue, detail::CallLastEvent(id));
+  // The stream is the only way the result can reach the client: when it goes, or its reader
+  // falls behind, cancel the run.
   std::weak_ptr<mcp::Session> weak = session;
-  channel->OnAbandon([weak, id, logger = core_.logger()] {
+  std::weak_ptr<http::SseChannel> weak_channel = channel;
+  channel->OnAbandon([weak, weak_channel, id, logger = core_.logger()] {
+    auto c = weak_channel.lock();
+    const bool behind = c && c->overflowed();
     if (auto s = weak.lock(); s && s->CancelRequest(id)) {
-      logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
+      logger->info("request {}: {}; run cancelled", mcp::IdKey(id),
+                   behind ? "the client fell behind on its stream (memory.stream_queue_bytes)"
+                          : "the client dropped its stream");
     }
   });
   bool spawned = core_.tasks().Spawn(

@@ -70,6 +70,7 @@
 #include "sandbox/exec/session_service.h"
 #include "sandbox/http/httplib_fwd.h"
 #include "sandbox/http/request_guard.h"
+#include "sandbox/http/sse_channel.h"
 
 namespace sandbox::http {
 class RunRegistry;
@@ -84,6 +85,9 @@ struct ApiOptions {
   std::chrono::milliseconds sse_keepalive{15000};
   std::chrono::milliseconds sse_poll{1000};
   std::chrono::milliseconds sse_start_wait{10000};
+  // The bound of a stream's queue (memory.stream_queue_bytes) and the budget it counts against:
+  // a reader that falls behind gets a last `error` event (status 503) and the run is cancelled.
+  http::SseChannelLimits sse_queue;
   // The principal of a request from its Authorization header (http::RequestGuard::Resolver());
   // unset: every request is http::kLocalPrincipal.
   http::PrincipalResolver principal;

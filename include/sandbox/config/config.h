@@ -224,6 +224,11 @@ struct TasksConfig {
   int max_per_principal = 100;                    // kept per token, finished ones included
   int max_running = 64;                           // running in the server (a thread each)
   std::int64_t live_output_bytes = 64 << 10;      // tail of a running task's output in tasks/get
+  // Finished tasks' results kept for tasks/get, in bytes of their JSON: per token and in the
+  // whole server. Past either, the oldest finished results are evicted first (tasks/get then
+  // says so); a result larger than the per-token bound is not kept at all.
+  std::int64_t max_result_bytes_per_principal = 128LL << 20;
+  std::int64_t max_result_bytes = 512LL << 20;
 
   bool operator==(const TasksConfig&) const = default;
 };
@@ -236,6 +241,9 @@ struct MemoryConfig {
   // A request whose bytes do not fit waits this long for others to give bytes back, then is
   // refused with an error that names memory.inflight_bytes.
   std::chrono::milliseconds inflight_wait{5000};
+  // Each SSE stream (legacy /sse, a Streamable HTTP call, /v1/execute): a push that finds this
+  // many bytes still unread drops the reader (a last event says why). Counted in inflight_bytes.
+  std::int64_t stream_queue_bytes = 4LL << 20;
 
   bool operator==(const MemoryConfig&) const = default;
 };

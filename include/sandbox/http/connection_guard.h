@@ -9,8 +9,10 @@
 // - a request head: HeadLimits (size, header count, line lengths: 431/414) and a deadline for
 //   the whole head from its first byte (head_timeout: 408);
 // - its body: Content-Length only (Transfer-Encoding: 411), at most max_body_bytes (413, sent
-//   before the body is read), received within body_timeout (408), and buffered whole within a
-//   server-wide budget (max_buffered_bytes: 503);
+//   before the body is read), received within body_timeout (408), and buffered whole: its bytes
+//   are reserved in the server's in-flight budget (`inflight`, memory.inflight_bytes) before the
+//   first is read, and held until its response is complete (cpp-httplib keeps its copy of the
+//   body that long); a body that does not fit is refused with 503 naming the budget;
 // - connections: at most max_connections, max_connections_per_ip from one address (503), and
 //   one with no request outstanding is closed after idle_timeout.
 //
@@ -38,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sandbox/core/byte_budget.h"
 #include "sandbox/core/result.h"
 #include "sandbox/http/request_head.h"
 
@@ -61,8 +64,9 @@ struct ConnectionGuardOptions {
   std::chrono::milliseconds linger{2000};
   int max_connections = 2048;
   int max_connections_per_ip = 512;
-  // Request bodies being received, all connections together (memory bound: a body is buffered
-  // whole before it is forwarded).
+  // The server-wide budget request bodies reserve their bytes in (memory.inflight_bytes).
+  // Null: a budget of max_buffered_bytes of the guard's own (tests that build a guard alone).
+  ByteBudget* inflight = nullptr;
   std::size_t max_buffered_bytes = 256u << 20;
   // Response bytes buffered for a slow client before reading from cpp-httplib pauses.
   std::size_t max_response_buffer = 256u << 10;

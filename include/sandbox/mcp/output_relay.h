@@ -8,7 +8,8 @@
 // character cut between chunks is kept back until it completes; invalid bytes become U+FFFD.
 // While the run is silent, a progress notification still goes out every `heartbeat`, for
 // clients that reset their request timeout on progress. After `max_live_bytes` the live copy
-// stops (the result still carries the output up to the run's output limit).
+// stops (the result still carries the output up to the run's output limit), and output past it
+// is not buffered either: the relay holds at most max_live_bytes + 1 bytes of a run's output.
 //
 // Thread-safety: the engine calls OnOutput from its relay thread; a private thread sends the
 // notifications. Finish() (called by the owner after Run returns, also by the destructor) sends
@@ -66,6 +67,7 @@ class OutputRelay final : public exec::RunObserver {
   std::condition_variable cv_;
   std::vector<Chunk> pending_;
   std::size_t pending_bytes_ = 0;
+  std::size_t accepted_ = 0;  // bytes taken into pending_ since the start (at most max + 1)
   std::chrono::steady_clock::time_point first_pending_;
   std::size_t sent_bytes_ = 0;  // touched by the sending side only
   bool stop_ = false;

@@ -10,6 +10,13 @@
 // readable for ttl after its creation (a finished one is forgotten after that; one still running
 // is kept until it ends). Tasks live in memory: a restart forgets them (their ids then get the
 // unknown-task error, which the extension allows).
+//
+// Kept results are bounded in bytes (issue 34, docs/memory-budget.md): each finished task's
+// result (or error) counts by the size of its JSON against its principal's bound and the
+// server's. Keeping one more past either evicts the oldest kept results first (the principal's
+// own for its bound, anyone's for the server's); an evicted task stays listed and tasks/get
+// answers it as failed with an error that says its result was evicted and by which bound. A
+// result larger than the per-principal bound is not kept at all (the same answer).
 // Thread-safety: every method of both classes may be called from any thread.
 #pragma once
 
@@ -18,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,11 +49,22 @@ struct TaskOptions {
   std::size_t max_per_principal = 100;            // kept per principal, finished ones included
   std::size_t max_running = 64;                   // running in the whole server (one thread each)
   std::size_t live_output_bytes = 64 << 10;       // the tail of a running task's output kept
+  // Finished results kept, in bytes of their JSON (tasks.max_result_bytes_per_principal,
+  // tasks.max_result_bytes).
+  std::int64_t max_result_bytes_per_principal = 128LL << 20;
+  std::int64_t max_result_bytes = 512LL << 20;
   // The clock for createdAt and expiry; the system clock when unset (tests pass a fake).
   std::function<std::chrono::system_clock::time_point()> now;
 };
 
 enum class TaskStatus { kWorking, kInputRequired, kCompleted, kCancelled, kFailed };
+
+// The kept results, for /metrics.
+struct KeptResultStats {
+  std::int64_t bytes = 0;           // kept now, all principals
+  std::int64_t max_bytes = 0;       // tasks.max_result_bytes
+  std::uint64_t evicted_total = 0;  // results evicted (or not kept) since start
+};
 std::string_view TaskStatusName(TaskStatus status);
 
 class Task {
@@ -95,6 +114,13 @@ class Task {
   bool terminal() const;
   std::chrono::system_clock::time_point created_at() const { return created_; }
 
+  // ---- the store's side ----
+  // The bytes of the finished task's JSON result (or error) as tasks/get sends it; 0 while
+  // running and for a cancelled task.
+  std::int64_t ResultBytes() const;
+  // Frees the result: the task becomes failed with an error saying why (`reason`).
+  void EvictResult(const std::string& reason);
+
  private:
   nlohmann::json SummaryLocked() const;
   void Touch();
@@ -141,16 +167,31 @@ class TaskStore {
   void Shutdown();
   const TaskOptions& options() const { return options_; }
   std::size_t size() const;
+  KeptResultStats kept_results() const;
 
  private:
   std::chrono::system_clock::time_point Now() const;
   void SweepLocked(std::chrono::system_clock::time_point now);
+  // A finished task's result joins the kept ones, evicting the oldest past a bound.
+  void Keep(const std::shared_ptr<Task>& task);
+  // Erases the task `id` from tasks_ and its result from the kept ones. Needs mu_.
+  void EraseLocked(const std::string& id);
+  void EvictLocked(std::size_t index, const std::string& reason);
+
+  struct KeptResult {
+    std::shared_ptr<Task> task;
+    std::int64_t bytes = 0;
+  };
 
   const TaskOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex mu_;
   bool stopped_ = false;
   std::map<std::string, std::shared_ptr<Task>> tasks_;
+  std::vector<KeptResult> kept_;  // oldest first
+  std::map<std::string, std::int64_t> kept_by_principal_;
+  std::int64_t kept_bytes_ = 0;
+  std::uint64_t evicted_total_ = 0;
   TaskGroup runs_;
 };
 

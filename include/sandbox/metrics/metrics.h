@@ -57,6 +57,13 @@ struct SessionSnapshot {
   std::uint64_t restored_total = 0;  // adopted from an earlier server (restart grace)
 };
 
+// Finished task results kept for tasks/get (tasks.max_result_bytes).
+struct KeptResultsSnapshot {
+  std::int64_t bytes = 0;
+  std::int64_t max_bytes = 0;
+  std::uint64_t evicted_total = 0;
+};
+
 // What a scrape reads off the running server.
 struct Snapshot {
   std::vector<PoolSnapshot> pools;
@@ -64,7 +71,9 @@ struct Snapshot {
   std::size_t mcp_sessions = 0;             // Streamable HTTP transport sessions open
   std::size_t streams_open = 0;             // SSE streams holding a stream slot
   std::size_t stream_slots = 0;             // server.max_streams
-  bool engine_up = false;                   // the last engine ping answered
+  // Kept task results; nullopt without a task store.
+  std::optional<KeptResultsSnapshot> task_results;
+  bool engine_up = false;  // the last engine ping answered
 };
 
 struct MetricsOptions {

@@ -19,6 +19,9 @@ struct HttpTransportOptions {
   // share taken: 429. Shared with the other transports; null: no bound but the transport's own.
   std::shared_ptr<SlotLimiter> stream_slots;
   http::SseOptions sse;
+  // The bound of each stream's queue and the budget it counts against (memory.stream_queue_bytes,
+  // memory.inflight_bytes): a reader that falls behind is dropped with a last message saying why.
+  http::SseChannelLimits sse_queue;
   // The principal of a request from its Authorization header (RequestGuard::Resolver());
   // unset: every request is "local".
   http::PrincipalResolver principal;

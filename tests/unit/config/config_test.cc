@@ -431,7 +431,8 @@ TEST(ConfigTest, RestartGraceDefaultsToFiveMinutesAndIsBounded) {
 TEST(ConfigTest, TasksSectionIsReadAndEachBoundChecked) {
   auto cfg = ApplyJson(Config{}, nlohmann::json::parse(R"J({"tasks": {"ttl_s": 600,
       "poll_interval_ms": 250, "max_running_per_principal": 2, "max_per_principal": 5,
-      "max_running": 4, "live_output_bytes": 4096}})J"));
+      "max_running": 4, "live_output_bytes": 4096, "max_result_bytes_per_principal": 2097152,
+      "max_result_bytes": 4194304}})J"));
   ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
   EXPECT_EQ(cfg->tasks.ttl, std::chrono::seconds(600));
   EXPECT_EQ(cfg->tasks.poll_interval, std::chrono::milliseconds(250));
@@ -439,6 +440,8 @@ TEST(ConfigTest, TasksSectionIsReadAndEachBoundChecked) {
   EXPECT_EQ(cfg->tasks.max_per_principal, 5);
   EXPECT_EQ(cfg->tasks.max_running, 4);
   EXPECT_EQ(cfg->tasks.live_output_bytes, 4096);
+  EXPECT_EQ(cfg->tasks.max_result_bytes_per_principal, 2LL << 20);
+  EXPECT_EQ(cfg->tasks.max_result_bytes, 4LL << 20);
   EXPECT_TRUE(Validate(*cfg).ok());
   EXPECT_EQ(Config{}.tasks, TasksConfig{});
   auto typo = ApplyJson(Config{}, nlohmann::json::parse(R"J({"tasks": {"ttl": 5}})J"));
@@ -450,7 +453,12 @@ TEST(ConfigTest, TasksSectionIsReadAndEachBoundChecked) {
       {"tasks.max_running", [](TasksConfig& t) { t.max_running = 0; }},
       {"tasks.max_running_per_principal", [](TasksConfig& t) { t.max_running_per_principal = 65; }},
       {"tasks.max_per_principal", [](TasksConfig& t) { t.max_per_principal = 7; }},
-      {"tasks.live_output_bytes", [](TasksConfig& t) { t.live_output_bytes = 10; }}};
+      {"tasks.live_output_bytes", [](TasksConfig& t) { t.live_output_bytes = 10; }},
+      {"tasks.max_result_bytes", [](TasksConfig& t) { t.max_result_bytes = 1000; }},
+      {"tasks.max_result_bytes_per_principal",
+       [](TasksConfig& t) { t.max_result_bytes_per_principal = t.max_result_bytes + 1; }},
+      {"tasks.max_result_bytes_per_principal",
+       [](TasksConfig& t) { t.max_result_bytes_per_principal = 1000; }}};
   for (const auto& [field, breaks] : bad) {
     Config c;
     breaks(c.tasks);
@@ -504,6 +512,26 @@ TEST(MemoryConfigTest, InflightBytesIsValidated) {
   EXPECT_EQ(applied->memory.inflight_bytes, 128LL << 20);
   EXPECT_EQ(applied->memory.inflight_wait.count(), 100);
   EXPECT_FALSE(ApplyJson(Config{}, nlohmann::json::parse(R"({"memory": {"bogus": 1}})")).ok());
+}
+
+TEST(MemoryConfigTest, StreamQueueBytesIsReadAndBounded) {
+  EXPECT_EQ(Config{}.memory.stream_queue_bytes, 4LL << 20);
+  auto applied =
+      ApplyJson(Config{}, nlohmann::json::parse(R"({"memory": {"stream_queue_bytes": 65536}})"));
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->memory.stream_queue_bytes, 64LL << 10);
+  EXPECT_TRUE(Validate(*applied).ok());
+  for (std::int64_t bad : {std::int64_t{1000}, std::int64_t{512} << 20}) {
+    Config config;
+    config.memory.stream_queue_bytes = bad;
+    auto status = Validate(config);
+    ASSERT_FALSE(status.ok()) << bad;
+    EXPECT_NE(status.error().message().find("memory.stream_queue_bytes"), std::string::npos);
+  }
+  Config over;  // more than the whole in-flight budget
+  over.memory.inflight_bytes = 64LL << 20;
+  over.memory.stream_queue_bytes = 128LL << 20;
+  EXPECT_FALSE(Validate(over).ok());
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "sandbox/core/byte_budget.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
 
@@ -320,6 +321,37 @@ TEST_F(GuardTest, RefusesABodyOverTheLimitBeforeItIsSentAndAnswersExpectContinue
       chunked.Send("POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: "
                    "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
   EXPECT_EQ(StatusOf(chunked.ReadResponse()), 411);
+}
+
+TEST_F(GuardTest, ABodyIsReservedInTheInflightBudgetBeforeItIsReadOr503) {
+  ByteBudget budget(64 << 10);
+  ConnectionGuardOptions options;
+  options.inflight = &budget;
+  Start(options);
+  auto others = budget.TryReserve(60 << 10);  // other clients hold most of the budget
+  ASSERT_TRUE(others);
+  Raw refused_client(port());
+  ASSERT_TRUE(refused_client.Send(
+      "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000\r\n\r\n"));
+  const std::string refused = refused_client.ReadResponse();  // before a byte of the body
+  EXPECT_EQ(StatusOf(refused), 503) << refused;
+  auto body = nlohmann::json::parse(BodyOf(refused));
+  EXPECT_EQ(body["error"]["data"]["limit"], "memory.inflight_bytes");
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("the request body needs"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos);
+
+  others.reset();
+  Raw client(port());
+  ASSERT_TRUE(
+      client.Send("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000\r\n\r\n" +
+                  std::string(10000, 'b')));
+  const std::string echoed = client.ReadResponse();
+  EXPECT_EQ(StatusOf(echoed), 200) << echoed.substr(0, 200);
+  EXPECT_EQ(BodyOf(echoed), std::string(10000, 'b'));
+  EXPECT_EQ(budget.in_use(), 0);  // given back with the response
+  EXPECT_GE(budget.peak(), 10000);
 }
 
 TEST_F(GuardTest, ASlowHeadGets408AndAnIdleConnectionIsClosed) {

@@ -108,6 +108,74 @@ TEST_F(TaskStoreTest, FinishedTasksExpireAfterTheirTtlNotBefore) {
   EXPECT_EQ(store.Find("alice", (*task)->id()), nullptr);
 }
 
+// A CallToolResult of one text block of `bytes` bytes.
+json TextResult(std::size_t bytes) {
+  return {{"content", json::array({{{"type", "text"}, {"text", std::string(bytes, 'x')}}})}};
+}
+
+TEST_F(TaskStoreTest, KeptResultsStayWithinTheirByteBoundsTheOldestEvictedFirst) {
+  TaskOptions options = Options();
+  options.max_per_principal = 100;
+  options.max_result_bytes_per_principal = 3 << 20;
+  options.max_result_bytes = 5 << 20;
+  TaskStore store(options, NullLogger());
+  const auto size = static_cast<std::int64_t>(DumpJson(TextResult(1 << 20)).size());
+  // Runs one task of `principal` to its end and waits until the store has kept (or evicted)
+  // its result: `kept` bytes kept in all, `evicted` evictions since the start.
+  auto run = [&](const std::string& principal, std::size_t bytes, std::int64_t kept,
+                 std::uint64_t evicted) {
+    auto task = store.Start(principal, [bytes](Task& t) { t.Finish(TextResult(bytes)); });
+    EXPECT_TRUE(task.ok());
+    EXPECT_TRUE(Eventually([&] {
+      const KeptResultStats now = store.kept_results();
+      return now.bytes == kept && now.evicted_total == evicted;
+    })) << principal
+        << ": kept " << store.kept_results().bytes << ", evicted "
+        << store.kept_results().evicted_total;
+    EXPECT_LE(store.kept_results().bytes, options.max_result_bytes);
+    now_ += std::chrono::seconds(1);
+    return *task;
+  };
+  // Six finished tasks of one token: two fit its 3 MiB, the oldest go first.
+  std::vector<std::shared_ptr<Task>> alice;
+  for (std::int64_t i = 0; i < 6; ++i) {
+    alice.push_back(run("alice", 1 << 20, std::min<std::int64_t>(i + 1, 2) * size,
+                        static_cast<std::uint64_t>(std::max<std::int64_t>(i - 1, 0))));
+  }
+  for (std::size_t i = 0; i < 4; ++i) {
+    json got = alice[i]->Detailed();
+    EXPECT_EQ(got["status"], "failed") << i;
+    EXPECT_FALSE(got.contains("result")) << i;
+    const std::string message = got["error"]["message"];
+    EXPECT_NE(message.find("is no longer kept"), std::string::npos) << message;
+    EXPECT_NE(message.find("tasks.max_result_bytes_per_principal"), std::string::npos) << message;
+    EXPECT_EQ(got["error"]["data"]["evicted"], true);
+    EXPECT_NE(store.Find("alice", alice[i]->id()), nullptr);  // still listed, its answer clear
+  }
+  EXPECT_EQ(alice[4]->Detailed()["status"], "completed");
+  EXPECT_EQ(alice[5]->Detailed()["status"], "completed");
+
+  // Another token's results fit its own bound, until the server's: then anyone's oldest go.
+  auto bob1 = run("bob", 1 << 20, 3 * size, 4);
+  auto bob2 = run("bob", 1 << 20, 4 * size, 4);
+  auto carol = run("carol", 1 << 20, 4 * size, 5);  // 5 x 1 MiB and more: over 5 MiB
+  EXPECT_EQ(carol->Detailed()["status"], "completed");
+  const std::string message = alice[4]->Detailed()["error"]["message"];
+  EXPECT_NE(message.find("tasks.max_result_bytes)"), std::string::npos) << message;
+  EXPECT_EQ(alice[5]->Detailed()["status"], "completed");
+
+  // A result larger than a token's bound is not kept at all.
+  auto big = run("dave", 4 << 20, 4 * size, 6);
+  json got = big->Detailed();
+  EXPECT_EQ(got["status"], "failed");
+  EXPECT_NE(got["error"]["message"].get<std::string>().find("was not kept"), std::string::npos);
+
+  // Expired tasks give their bytes back.
+  now_ += std::chrono::seconds(120);
+  EXPECT_EQ(store.Find("alice", alice[5]->id()), nullptr);
+  EXPECT_EQ(store.kept_results().bytes, 0);
+}
+
 TEST_F(TaskStoreTest, InputWaitsForEveryKeyAndAcceptsPartialAnswers) {
   TaskStore store(Options(), NullLogger());
   json got;

@@ -94,6 +94,18 @@ TEST(MetricsTest, SnapshotStatesAreRendered) {
   EXPECT_THAT(text, HasSubstr("process_open_fds "));
 }
 
+TEST(MetricsTest, KeptTaskResultsAreRenderedOnlyWithATaskStore) {
+  Metrics m({"v"});
+  Snapshot now;
+  EXPECT_THAT(m.Render(now), Not(HasSubstr("sandbox_task_result_bytes")));
+  now.task_results = KeptResultsSnapshot{3 << 20, 512 << 20, 4};
+  const std::string text = m.Render(now);
+  EXPECT_THAT(text, HasSubstr("sandbox_task_result_bytes 3145728"));
+  EXPECT_THAT(text, HasSubstr("sandbox_task_result_max_bytes 536870912"));
+  EXPECT_THAT(text, HasSubstr("# TYPE sandbox_task_results_evicted_total counter"));
+  EXPECT_THAT(text, HasSubstr("sandbox_task_results_evicted_total 4"));
+}
+
 TEST(MetricsTest, EngineCallsHttpRequestsStartsAndAcquires) {
   Metrics m({"v"});
   m.RecordEngineCall("POST /containers/{id}/start", 204, std::chrono::milliseconds(3));
