@@ -116,6 +116,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   api_options.principal = guard.Resolver();
   api_options.stream_slots = stream_slots;
   api_options.session_max_file_bytes = config.sessions.max_file_bytes;
+  api_options.answers = {&front.inflight, config.memory.inflight_wait};
   api::HttpApi http_api(sources.runs, sources.sessions, api_options, logger);
   http_api.Register(server);  // /eval, /v1/execute, /v1/sessions, /openapi.json
 
@@ -134,6 +135,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   probes.sessions = sources.session_manager;
   probes.streamable = &streamable;
   probes.stream_slots = stream_slots.get();
+  probes.inflight = &front.inflight;
   probes.config = &config;
   probes.metrics = &front.metrics;
   probes.draining = &draining;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sandbox/config/config.h"
+#include "sandbox/core/byte_budget.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/metrics/metrics.h"
@@ -27,6 +28,7 @@ struct ProbeSources {
   const service::SessionManager* sessions = nullptr;  // null while sessions are off
   const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;
+  const ByteBudget* inflight = nullptr;  // memory.inflight_bytes
   const config::Config* config = nullptr;
   metrics::Metrics* metrics = nullptr;
   // Set once shutdown begins: /readyz answers 503 from then on.

@@ -65,6 +65,11 @@ struct Snapshot {
   std::size_t streams_open = 0;             // SSE streams holding a stream slot
   std::size_t stream_slots = 0;             // server.max_streams
   bool engine_up = false;                   // the last engine ping answered
+  // The in-flight byte budget (memory.inflight_bytes, docs/memory-budget.md).
+  std::int64_t inflight_bytes = 0;     // held for clients now
+  std::int64_t inflight_capacity = 0;  // the budget; 0: not reported
+  std::int64_t inflight_peak = 0;      // the most held at once since start
+  std::int64_t inflight_refused = 0;   // reservations refused since start
 };
 
 struct MetricsOptions {

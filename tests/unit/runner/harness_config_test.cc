@@ -83,6 +83,8 @@ TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
   EXPECT_EQ(cfg["files_in"]["max_total_bytes"], setup.input.max_total_bytes);
   EXPECT_EQ(cfg["files_out"]["max_count"], setup.output.max_files);
   EXPECT_EQ(cfg["image"]["max_figures"], setup.output.max_figures);
+  EXPECT_EQ(cfg["image"]["max_bytes"], setup.output.max_figure_bytes);
+  EXPECT_EQ(cfg["image"]["max_total_bytes"], setup.output.max_figures_bytes);
   EXPECT_EQ(cfg["value_max_chars"], kResultLimits.value_max_chars);
   EXPECT_EQ(cfg["list_max_entries"], kResultLimits.list_max_entries);
   EXPECT_EQ(cfg["paths"]["max_path_bytes"], kResultLimits.path_max_bytes);
