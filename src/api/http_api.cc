@@ -372,43 +372,42 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
   StreamState* raw = state.get();
   const int retry_after_s = options_.retry_after_s;
   auto logger = logger_;
-  state->thread =
-      std::thread([logger, raw, registration, retry_after_s, in_session, run = std::move(run),
-                   answers = options_.answers,
-                   request_id = std::string(CurrentRequestId())]() mutable {
-        const ScopedRequestId scoped(request_id);  // the run's log lines name its request
-        StreamObserver observer(*raw);
-        auto result = run(observer, *raw->cancel);
-        observer.Flush();
-        std::optional<ApiError> refused;
-        // Held until the event is in the stream's queue (which bounds its own bytes).
-        Result<ByteBudget::Reservation> held = ByteBudget::Reservation();
-        if (result.ok()) held = exec::ReserveAnswer(answers, *result);
-        if (result.ok() && !held.ok()) {
-          logger->warn("POST /v1/execute (stream): {}", held.error().message());
-          json body = ErrorBody(AnswerRefused(held.error(), retry_after_s));
-          body["status"] = 503;
-          raw->Push(SseEvent("error", body));
-        } else if (result.ok()) {
-          logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
-                        exec::VerdictName(result->verdict), result->duration_ms);
-          raw->Push(SseEvent("result", ExecuteResultJson(std::move(*result))));
-        } else {
-          refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
-                               : FromEngineError(result.error(), retry_after_s);
-          json body = ErrorBody(*refused);
-          body["status"] = refused->status;
-          raw->Push(SseEvent("error", body));
-        }
-        raw->channel->Close();
-        {
-          std::lock_guard lock(raw->mu);
-          raw->refusal = std::move(refused);
-          raw->finished = true;
-        }
-        raw->cv.notify_all();
-        registration.reset();  // the run is over: Shutdown() need not cancel it
-      });
+  state->thread = std::thread([logger, raw, registration, retry_after_s, in_session,
+                               run = std::move(run), answers = options_.answers,
+                               request_id = std::string(CurrentRequestId())]() mutable {
+    const ScopedRequestId scoped(request_id);  // the run's log lines name its request
+    StreamObserver observer(*raw);
+    auto result = run(observer, *raw->cancel);
+    observer.Flush();
+    std::optional<ApiError> refused;
+    // Held until the event is in the stream's queue (which bounds its own bytes).
+    Result<ByteBudget::Reservation> held = ByteBudget::Reservation();
+    if (result.ok()) held = exec::ReserveAnswer(answers, *result);
+    if (result.ok() && !held.ok()) {
+      logger->warn("POST /v1/execute (stream): {}", held.error().message());
+      json body = ErrorBody(AnswerRefused(held.error(), retry_after_s));
+      body["status"] = 503;
+      raw->Push(SseEvent("error", body));
+    } else if (result.ok()) {
+      logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
+                    exec::VerdictName(result->verdict), result->duration_ms);
+      raw->Push(SseEvent("result", ExecuteResultJson(std::move(*result))));
+    } else {
+      refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
+                           : FromEngineError(result.error(), retry_after_s);
+      json body = ErrorBody(*refused);
+      body["status"] = refused->status;
+      raw->Push(SseEvent("error", body));
+    }
+    raw->channel->Close();
+    {
+      std::lock_guard lock(raw->mu);
+      raw->refusal = std::move(refused);
+      raw->finished = true;
+    }
+    raw->cv.notify_all();
+    registration.reset();  // the run is over: Shutdown() need not cancel it
+  });
 
   {
     std::unique_lock lock(state->mu);

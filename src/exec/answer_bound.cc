@@ -1,5 +1,7 @@
 #include "sandbox/exec/answer_bound.h"
 
+#include <utility>
+
 #include "sandbox/core/json_size.h"
 #include "sandbox/core/utf8.h"
 
@@ -21,14 +23,13 @@ std::int64_t Escaped(std::string_view raw) {
 
 bool BoundOutputText(std::string& raw) {
   const std::size_t bound = kOutputEscapeFactor * raw.size() + kOutputEscapeSlack;
-  std::string text = RepairUtf8(raw);
-  const bool cut = JsonEscapedBytes(text) > bound;
-  if (cut) {
-    text.resize(JsonPrefixWithin(text, bound - JsonEscapedBytes(kEscapeCutMarker)));
-    text += kEscapeCutMarker;
-  }
-  raw = std::move(text);
-  return cut;
+  // Valid text (the usual case) is measured and cut in place, never copied.
+  if (!IsValidUtf8(raw)) raw = RepairUtf8(raw);
+  if (JsonEscapedBytes(raw) <= bound) return false;
+  raw.resize(JsonPrefixWithin(raw, bound - JsonEscapedBytes(kEscapeCutMarker)));
+  raw += kEscapeCutMarker;
+  raw.shrink_to_fit();
+  return true;
 }
 
 void BoundResultOutput(RunResult& result) {
@@ -68,10 +69,9 @@ Result<ByteBudget::Reservation> ReserveAnswer(const AnswerBudget& budget, RunRes
   const std::int64_t bytes = kAnswerCopies * AnswerBytes(result);
   auto held = budget.budget->Reserve(bytes, budget.wait);
   if (!held) {
-    return Error(ErrorCode::kBusy,
-                 budget.budget->RefusalMessage(bytes, "the run's answer (" +
-                                                          std::to_string(kAnswerCopies) +
-                                                          " copies while it is built and sent)"));
+    return Error(ErrorCode::kBusy, budget.budget->RefusalMessage(
+                                       bytes, "the run's answer (" + std::to_string(kAnswerCopies) +
+                                                  " copies while it is built and sent)"));
   }
   return std::move(*held);
 }

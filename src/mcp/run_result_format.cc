@@ -156,8 +156,9 @@ json FormatRunResult(exec::RunResult r, std::string_view run_id) {
   std::string out_shown =
       TextBlockExcerpt(out_text, exec::kTextBlockOutputBytes - err_share, "stdout");
   std::string err_shown = TextBlockExcerpt(
-      err_text, exec::kTextBlockOutputBytes - std::min(JsonEscapedBytes(out_shown),
-                                                       exec::kTextBlockOutputBytes - err_share),
+      err_text,
+      exec::kTextBlockOutputBytes -
+          std::min(JsonEscapedBytes(out_shown), exec::kTextBlockOutputBytes - err_share),
       "stderr");
   const bool err_shown_whole = err_shown.size() == err_text.size();
 

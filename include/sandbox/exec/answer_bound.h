@@ -49,7 +49,7 @@ std::int64_t AnswerBytes(const RunResult& result);
 inline constexpr std::int64_t kAnswerCopies = 3;
 
 struct AnswerBudget {
-  ByteBudget* budget = nullptr;  // null: answers are not counted (tests, tools without one)
+  ByteBudget* budget = nullptr;          // null: answers are not counted (tests, tools without one)
   std::chrono::milliseconds wait{5000};  // memory.inflight_wait_ms
 };
 

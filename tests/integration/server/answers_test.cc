@@ -207,7 +207,8 @@ TEST_F(AnswersTest, ConcurrentLargeAnswersStayWithinASmallBudget) {
                       {"output_bytes", 16 * kMiB}};
   std::vector<std::future<httplib::Result>> calls;
   for (int i = 0; i < 4; ++i) {
-    calls.push_back(std::async(std::launch::async, [&] { return Execute(server_->port(), plain); }));
+    calls.push_back(
+        std::async(std::launch::async, [&] { return Execute(server_->port(), plain); }));
   }
   int whole = 0;
   for (auto& call : calls) {

@@ -26,14 +26,13 @@ TEST(JsonSizeTest, EscapedBytesMatchTheSerializer) {
 TEST(JsonSizeTest, PrefixStaysWithinAndOnCharacters) {
   const std::string text = "ab\x01\xc3\xa9z";  // a b \u0001 é z: 1+1+6+2+1
   EXPECT_EQ(JsonPrefixWithin(text, 100), text.size());
-  EXPECT_EQ(JsonPrefixWithin(text, 7), 2u);   // \u0001 does not fit whole
+  EXPECT_EQ(JsonPrefixWithin(text, 7), 2u);  // \u0001 does not fit whole
   EXPECT_EQ(JsonPrefixWithin(text, 8), 3u);
-  EXPECT_EQ(JsonPrefixWithin(text, 9), 3u);   // é is not cut in two
+  EXPECT_EQ(JsonPrefixWithin(text, 9), 3u);  // é is not cut in two
   EXPECT_EQ(JsonPrefixWithin(text, 10), 5u);
   EXPECT_EQ(JsonPrefixWithin(text, 0), 0u);
   for (std::size_t max = 0; max < 14; ++max) {
-    EXPECT_LE(JsonEscapedBytes(std::string_view(text).substr(0, JsonPrefixWithin(text, max))),
-              max);
+    EXPECT_LE(JsonEscapedBytes(std::string_view(text).substr(0, JsonPrefixWithin(text, max))), max);
   }
 }
 

@@ -127,5 +127,25 @@ TEST(HarnessConfigTest, EveryFieldIsRequiredByTheHarness) {
   }
 }
 
+TEST(MaxFrameBytesTest, FollowsTheFigureAndFileBounds) {
+  SandboxSetup setup;
+  setup.output.max_figure_bytes = 4 << 20;
+  // A figure's base64 and the fields around it; 4 MiB at least (a `done`, a file listing).
+  EXPECT_GE(MaxFrameBytes(setup), (4u << 20) / 3 * 4);
+  EXPECT_LE(MaxFrameBytes(setup), (4u << 20) / 3 * 4 + (128u << 10));
+  setup.output.max_figure_bytes = 1024;
+  EXPECT_EQ(MaxFrameBytes(setup), 4u << 20);
+  // A session also answers get_file with a whole file.
+  setup.session = true;
+  setup.session_file_bytes = 16 << 20;
+  EXPECT_GE(MaxFrameBytes(setup), (16u << 20) / 3 * 4);
+  // The harness is untrusted: a longer frame is refused from its header, before its payload.
+  FrameDecoder decoder(MaxFrameBytes(setup));
+  const std::uint32_t n = static_cast<std::uint32_t>(MaxFrameBytes(setup)) + 1;
+  const std::string header = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                              static_cast<char>(n >> 8), static_cast<char>(n), 'J'};
+  EXPECT_FALSE(decoder.Feed(header).ok());
+}
+
 }  // namespace
 }  // namespace sandbox::runner
