@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <fstream>
 #include <future>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -37,7 +38,8 @@ constexpr std::int64_t kRunsInProgress = 2 * (16 + 16 + 16) * kMiB;
 // The allocator's and the process's own growth under load (threads, arenas, buffers).
 constexpr std::int64_t kSlack = 64 * kMiB;
 
-// A 4096x4096 figure of noise (the pixel bound): its PNG is ~50 MB.
+// A 4096x4096 figure of noise (the pixel bound): its PNG is ~50 MB. The pool's runs get 1.5 GiB
+// of memory to draw sixteen.
 std::string NoiseFigures(int count) {
   return "import numpy as np, matplotlib.pyplot as plt\n"
          "img = np.random.default_rng(1).integers(0, 256, (4096, 4096, 3), dtype=np.uint8)\n"
@@ -122,7 +124,7 @@ class AnswersTest : public ::testing::Test {
         R"("memory": {"inflight_bytes": )" + std::to_string(inflight) +
             R"(, "inflight_wait_ms": )" + std::to_string(wait_ms) +
             R"(}, "pools": [{"name": "default", "min_idle": 1, "max_total": 2, )"
-            R"("acquire_timeout_ms": 120000}])");
+            R"("acquire_timeout_ms": 120000, "limits": {"memory_bytes": 1610612736}}])");
     ASSERT_TRUE(WaitFor([&] { return server_->Ready(/*idle=*/1); }, seconds(180)));
     // One ordinary run first: the baseline is the server at work, not the server at rest.
     auto warm = Execute(server_->port(), {{"code", "print('warm')"}});
@@ -134,6 +136,8 @@ class AnswersTest : public ::testing::Test {
   // The formula: the resident memory before, plus the budget, the runs' results and slack.
   void ExpectPeakWithin(std::int64_t inflight) const {
     const std::int64_t peak = PeakRssBytes(server_->pid());
+    std::cout << "server RSS: " << baseline_ / kMiB << " MiB before, peak " << peak / kMiB
+              << " MiB; budget " << inflight / kMiB << " MiB\n";
     EXPECT_LE(peak, baseline_ + inflight + kRunsInProgress + kSlack)
         << "peak " << peak / kMiB << " MiB, baseline " << baseline_ / kMiB << " MiB";
   }
@@ -146,10 +150,8 @@ TEST_F(AnswersTest, NoiseFiguresAreDroppedAtTheirByteBound) {
   Start(kInflight, 5000);
   for (int count : {1, 8, 16}) {
     SCOPED_TRACE("figures: " + std::to_string(count));
-    auto res = Execute(server_->port(), {{"code", NoiseFigures(count)},
-                                         {"output_bytes", 1024},
-                                         {"memory_bytes", 1536 * kMiB},
-                                         {"timeout_s", 240}});
+    auto res = Execute(server_->port(),
+                       {{"code", NoiseFigures(count)}, {"output_bytes", 1024}, {"timeout_s", 240}});
     ASSERT_TRUE(res);
     ASSERT_EQ(res->status, 200) << res->body.substr(0, 500);
     // Every figure is over output.max_figure_bytes (4 MiB): none comes back, and the answer
@@ -162,9 +164,8 @@ TEST_F(AnswersTest, NoiseFiguresAreDroppedAtTheirByteBound) {
     EXPECT_EQ(body["images_truncated"], true);
   }
   // The same through MCP: no image block, images_truncated in structuredContent.
-  auto message = SseMessage(McpRunPython(
-      server_->port(),
-      {{"code", NoiseFigures(1)}, {"output_bytes", 1024}, {"memory_bytes", 1536 * kMiB}}));
+  auto message = SseMessage(
+      McpRunPython(server_->port(), {{"code", NoiseFigures(1)}, {"output_bytes", 1024}}));
   ASSERT_TRUE(message.is_object());
   const json& result = message["result"];
   EXPECT_EQ(result["structuredContent"]["images_truncated"], true);
