@@ -47,6 +47,7 @@ std::string NoiseFigures(int count) {
          std::to_string(count) +
          "):\n"
          "    plt.figure(figsize=(40.96, 40.96), dpi=100).figimage(img)\n"
+         "    plt.show()\n"  // one open at a time: sixteen at once do not fit the run's memory
          "print('drawn')\n";
 }
 
