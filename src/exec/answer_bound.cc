@@ -1,5 +1,6 @@
 #include "sandbox/exec/answer_bound.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "sandbox/core/json_size.h"
@@ -57,8 +58,11 @@ std::int64_t AnswerBytes(const RunResult& r) {
   for (const auto& file : r.files) {
     // A file's path appears in structuredContent, the text block and its URI (percent-encoded,
     // up to three bytes each).
-    n += static_cast<std::int64_t>(Base64Bytes(file.data.size())) + 6 * Escaped(file.path) +
-         2 * Escaped(file.mime_type) + kPerItemBytes;
+    // Its bytes as base64, or as MCP resource text escaped to at most twice their size + 64
+    // (mcp::IsTextContent).
+    const auto size = static_cast<std::int64_t>(file.data.size());
+    n += std::max(static_cast<std::int64_t>(Base64Bytes(file.data.size())), 2 * size + 64) +
+         6 * Escaped(file.path) + 2 * Escaped(file.mime_type) + kPerItemBytes;
   }
   return n;
 }

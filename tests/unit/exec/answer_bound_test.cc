@@ -63,10 +63,10 @@ TEST(AnswerBoundTest, AnswerBytesCountsBase64AndEscapes) {
   image.data = std::string(3000, 'x');  // 4000 in base64
   r.images.push_back(image);
   OutputFile file;
-  file.data = std::string(300, 'y');  // 400 in base64 (or as text, no more)
+  file.data = std::string(300, 'y');  // 400 in base64, as MCP text at most 2 x 300 + 64
   r.files.push_back(file);
-  EXPECT_GE(AnswerBytes(r) - base, 6000 + 4000 + 400);
-  EXPECT_LE(AnswerBytes(r) - base, 6000 + 4000 + 400 + 2048);
+  EXPECT_GE(AnswerBytes(r) - base, 6000 + 4000 + 664);
+  EXPECT_LE(AnswerBytes(r) - base, 6000 + 4000 + 664 + 2048);
 }
 
 TEST(AnswerBoundTest, ReserveHoldsCopiesAndRefusesClearly) {

@@ -71,6 +71,7 @@ TEST(RunResultFormatTest, ControlByteTextFilesGoAsBase64) {
   // Valid UTF-8 of a text type, but escaped it would be six times its size.
   EXPECT_FALSE(IsTextContent("text/plain", std::string(1000, '\x01')));
   EXPECT_TRUE(IsTextContent("text/plain", "a\tb\nc\n"));
+  EXPECT_TRUE(IsTextContent("text/csv", std::string(5000, '\n')));  // twice: still text
   json contents = ResourceContents("sandbox://x", "text/plain", std::string(3000, '\x01'));
   EXPECT_TRUE(contents.contains("blob"));
   EXPECT_LE(contents.dump().size(), 4000u + 100);
