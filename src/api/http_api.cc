@@ -273,13 +273,14 @@ void HttpApi::Register(httplib::Server& server) {
     }
     logger_->debug("POST /eval: verdict {} in {} ms", exec::VerdictName(result->verdict),
                    result->duration_ms);
+    // Merged from the output as the run wrote it, before ReserveAnswer bounds the result's.
+    std::string merged = merger.Merged(*result);
     auto held = exec::ReserveAnswer(options_.answers, *result);
     if (!held.ok()) {
       logger_->warn("POST /eval: {}", held.error().message());
       return SendSnekboxError(res, "503 Service Unavailable",
                               AnswerRefused(held.error(), options_.retry_after_s));
     }
-    std::string merged = merger.Merged(*result);
     http::SendJsonHeld(res, 200, EvalResponse(*result, std::move(merged)), std::move(*held));
   });
 
