@@ -186,12 +186,21 @@ json FileJson(const exec::OutputFile& file) {
           {"content_base64", Base64Encode(file.data)}};
 }
 
-json ExecuteResultJson(const exec::RunResult& r) {
+namespace {
+
+// `s` as valid UTF-8, moved out when it already is.
+std::string TakeUtf8(std::string& s) {
+  return IsValidUtf8(s) ? std::exchange(s, std::string()) : RepairUtf8(s);
+}
+
+}  // namespace
+
+json ExecuteResultJson(exec::RunResult r) {
   json out = {{"verdict", exec::VerdictName(r.verdict)},
               {"exit_code", r.exit_code},
               {"signal", r.signal ? json(*r.signal) : json(nullptr)},
-              {"stdout", RepairUtf8(r.stdout_text)},
-              {"stderr", RepairUtf8(r.stderr_text)},
+              {"stdout", TakeUtf8(r.stdout_text)},
+              {"stderr", TakeUtf8(r.stderr_text)},
               {"duration_ms", r.duration_ms},
               {"value", r.value ? json(RepairUtf8(*r.value)) : json(nullptr)},
               {"traceback", nullptr},
@@ -199,6 +208,7 @@ json ExecuteResultJson(const exec::RunResult& r) {
               {"files", json::array()},
               {"output_truncated", r.output_truncated},
               {"files_truncated", r.files_truncated},
+              {"images_truncated", r.images_truncated},
               {"detail", RepairUtf8(r.detail)},
               {"pool", RepairUtf8(r.pool)},
               {"session_id", r.session_id.empty() ? json(nullptr) : json(RepairUtf8(r.session_id))},
@@ -215,8 +225,15 @@ json ExecuteResultJson(const exec::RunResult& r) {
                         {"message", RepairUtf8(r.traceback->message)},
                         {"frames", frames}};
   }
-  for (const auto& image : r.images) out["images"].push_back(ImageJson(image));
-  for (const auto& file : r.files) out["files"].push_back(FileJson(file));
+  // Each figure and file leaves the result as its base64 enters the answer.
+  for (auto& image : r.images) {
+    out["images"].push_back(ImageJson(image));
+    std::string().swap(image.data);
+  }
+  for (auto& file : r.files) {
+    out["files"].push_back(FileJson(file));
+    std::string().swap(file.data);
+  }
   return out;
 }
 

@@ -40,6 +40,15 @@ void SendSnekboxError(httplib::Response& res, std::string_view title, const ApiE
   SendJson(res, error.status, SnekboxErrorBody(title, error));
 }
 
+// The in-flight byte budget had no room for a run's answer in time (exec::ReserveAnswer).
+ApiError AnswerRefused(const Error& error, int retry_after_s) {
+  ApiError refused;
+  refused.status = 503;
+  refused.message = error.message();
+  refused.retry_after_s = retry_after_s;
+  return refused;
+}
+
 ApiError ShuttingDown() {
   ApiError error;
   error.status = 503;
@@ -270,7 +279,15 @@ void HttpApi::Register(httplib::Server& server) {
     }
     logger_->debug("POST /eval: verdict {} in {} ms", exec::VerdictName(result->verdict),
                    result->duration_ms);
-    SendJson(res, 200, EvalResponse(*result, merger.Merged(*result)));
+    // Merged from the output as the run wrote it, before ReserveAnswer bounds the result's.
+    std::string merged = merger.Merged(*result);
+    auto held = exec::ReserveAnswer(options_.answers, *result);
+    if (!held.ok()) {
+      logger_->warn("POST /eval: {}", held.error().message());
+      return SendSnekboxError(res, "503 Service Unavailable",
+                              AnswerRefused(held.error(), options_.retry_after_s));
+    }
+    http::SendJsonHeld(res, 200, EvalResponse(*result, std::move(merged)), std::move(*held));
   });
 
   server.Post("/v1/execute", [this](const httplib::Request& req, httplib::Response& res) {
@@ -330,7 +347,12 @@ void HttpApi::Register(httplib::Server& server) {
     }
     logger_->debug("POST /v1/execute: verdict {} in {} ms", exec::VerdictName(result->verdict),
                    result->duration_ms);
-    SendJson(res, 200, ExecuteResultJson(*result));
+    auto held = exec::ReserveAnswer(options_.answers, *result);
+    if (!held.ok()) {
+      logger_->warn("POST /v1/execute: {}", held.error().message());
+      return SendApiError(res, AnswerRefused(held.error(), options_.retry_after_s));
+    }
+    http::SendJsonHeld(res, 200, ExecuteResultJson(std::move(*result)), std::move(*held));
   });
 
   RegisterSessions(server);
@@ -362,35 +384,47 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
   StreamState* raw = state.get();
   const int retry_after_s = options_.retry_after_s;
   auto logger = logger_;
-  state->thread =
-      std::thread([logger, raw, registration, retry_after_s, in_session, run = std::move(run),
-                   request_id = std::string(CurrentRequestId())]() mutable {
-        const ScopedRequestId scoped(request_id);  // the run's log lines name its request
-        StreamObserver observer(*raw);
-        auto result = run(observer, *raw->cancel);
-        observer.Flush();
-        std::optional<ApiError> refused;
-        if (result.ok()) {
-          logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
-                        exec::VerdictName(result->verdict), result->duration_ms);
-          // A dropped reader is owed nothing: the result is not even built.
-          if (raw->channel->accepting()) raw->Push(SseEvent("result", ExecuteResultJson(*result)));
-        } else {
-          refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
-                               : FromEngineError(result.error(), retry_after_s);
-          json body = ErrorBody(*refused);
-          body["status"] = refused->status;
-          raw->Push(SseEvent("error", body));
-        }
-        raw->channel->Close();
-        {
-          std::lock_guard lock(raw->mu);
-          raw->refusal = std::move(refused);
-          raw->finished = true;
-        }
-        raw->cv.notify_all();
-        registration.reset();  // the run is over: Shutdown() need not cancel it
-      });
+  state->thread = std::thread([logger, raw, registration, retry_after_s, in_session,
+                               run = std::move(run), answers = options_.answers,
+                               request_id = std::string(CurrentRequestId())]() mutable {
+    const ScopedRequestId scoped(request_id);  // the run's log lines name its request
+    StreamObserver observer(*raw);
+    auto result = run(observer, *raw->cancel);
+    observer.Flush();
+    std::optional<ApiError> refused;
+    // Held until the event is in the stream's queue (which bounds its own bytes).
+    Result<ByteBudget::Reservation> held = ByteBudget::Reservation();
+    // A dropped reader is owed nothing: the result is not even built.
+    const bool owed = raw->channel->accepting();
+    if (result.ok() && owed) held = exec::ReserveAnswer(answers, *result);
+    if (result.ok() && !owed) {
+      logger->debug("POST /v1/execute (stream): verdict {} for a reader already dropped",
+                    exec::VerdictName(result->verdict));
+    } else if (result.ok() && !held.ok()) {
+      logger->warn("POST /v1/execute (stream): {}", held.error().message());
+      json body = ErrorBody(AnswerRefused(held.error(), retry_after_s));
+      body["status"] = 503;
+      raw->Push(SseEvent("error", body));
+    } else if (result.ok()) {
+      logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
+                    exec::VerdictName(result->verdict), result->duration_ms);
+      raw->Push(SseEvent("result", ExecuteResultJson(std::move(*result))));
+    } else {
+      refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
+                           : FromEngineError(result.error(), retry_after_s);
+      json body = ErrorBody(*refused);
+      body["status"] = refused->status;
+      raw->Push(SseEvent("error", body));
+    }
+    raw->channel->Close();
+    {
+      std::lock_guard lock(raw->mu);
+      raw->refusal = std::move(refused);
+      raw->finished = true;
+    }
+    raw->cv.notify_all();
+    registration.reset();  // the run is over: Shutdown() need not cancel it
+  });
 
   {
     std::unique_lock lock(state->mu);

@@ -216,6 +216,11 @@ json Schemas() {
         {"files", {{"type", "array"}, {"items", Ref("File")}}},
         {"output_truncated", {{"type", "boolean"}}},
         {"files_truncated", {{"type", "boolean"}}},
+        {"images_truncated",
+         {{"type", "boolean"},
+          {"description",
+           "figures were dropped: over the count, pixel or byte bounds of one figure or of the "
+           "run"}}},
         {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
         {"pool", {{"type", "string"}}},
         {"session_id",
@@ -230,8 +235,8 @@ json Schemas() {
           {"description", "why the session was restarted empty since the previous call"}}}}},
       {"required",
        {"verdict", "exit_code", "signal", "stdout", "stderr", "duration_ms", "value", "traceback",
-        "images", "files", "output_truncated", "files_truncated", "detail", "pool", "session_id",
-        "session_reset", "session_notice"}}};
+        "images", "files", "output_truncated", "files_truncated", "images_truncated", "detail",
+        "pool", "session_id", "session_reset", "session_notice"}}};
   s["StreamText"] = {
       {"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}, {"required", {"text"}}};
   s["StreamError"] = {{"type", "object"},

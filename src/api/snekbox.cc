@@ -5,6 +5,7 @@
 
 #include "sandbox/core/base64.h"
 #include "sandbox/core/utf8.h"
+#include "sandbox/exec/answer_bound.h"
 
 namespace sandbox::api {
 namespace {
@@ -238,7 +239,7 @@ json EvalFailure(std::string_view message) {
   return {{"stdout", RepairUtf8(message)}, {"returncode", nullptr}, {"files", json::array()}};
 }
 
-json EvalResponse(const exec::RunResult& result, std::string_view merged_output) {
+json EvalResponse(const exec::RunResult& result, std::string merged_output) {
   const auto code = SnekboxReturnCode(result);
   if (!code) {
     std::string reason = result.detail;
@@ -262,7 +263,8 @@ json EvalResponse(const exec::RunResult& result, std::string_view merged_output)
                      {"size", static_cast<std::int64_t>(file->data.size())},
                      {"content", Base64Encode(file->data)}});
   }
-  return {{"stdout", RepairUtf8(merged_output)}, {"returncode", *code}, {"files", files}};
+  exec::BoundOutputText(merged_output);
+  return {{"stdout", std::move(merged_output)}, {"returncode", *code}, {"files", std::move(files)}};
 }
 
 json SnekboxErrorBody(std::string_view title, const ApiError& error) {

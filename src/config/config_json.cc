@@ -188,6 +188,8 @@ Status ApplyOutput(const json& doc, const std::string& path, OutputOptions& outp
   SANDBOX_RETURN_IF_ERROR(r.Check());
   SANDBOX_RETURN_IF_ERROR(r.Read("max_figures", output.max_figures));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_figure_px", output.max_figure_px));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_figure_bytes", output.max_figure_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("max_figures_bytes", output.max_figures_bytes));
   SANDBOX_RETURN_IF_ERROR(r.Read("figure_dpi", output.figure_dpi));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_files", output.max_files));
   SANDBOX_RETURN_IF_ERROR(r.Read("max_files_bytes", output.max_files_bytes));

@@ -238,6 +238,15 @@ Status Validate(const Config& config) {
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");
+  // Upper bounds: a figure travels as one harness frame, and every answer's bytes come out of
+  // memory.inflight_bytes (docs/memory-budget.md).
+  if (o.max_figure_bytes < 1024 || o.max_figure_bytes > (64LL << 20)) {
+    return Invalid("output.max_figure_bytes", "must be between 1024 and 67108864 (64 MiB)");
+  }
+  if (o.max_figures_bytes < o.max_figure_bytes || o.max_figures_bytes > (256LL << 20)) {
+    return Invalid("output.max_figures_bytes",
+                   "must be at least output.max_figure_bytes and at most 268435456 (256 MiB)");
+  }
   if (o.figure_dpi < 10 || o.figure_dpi > 600)
     return Invalid("output.figure_dpi", "must be 10-600");
   if (o.max_files < 0) return Invalid("output.max_files", "must not be negative");

@@ -2,6 +2,10 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <memory>
+#include <utility>
+
 namespace sandbox::http {
 
 std::string Lower(std::string_view s) {
@@ -70,6 +74,33 @@ void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                   "application/json");
+}
+
+void SendJsonHeld(httplib::Response& res, int status, nlohmann::json body,
+                  ByteBudget::Reservation held) {
+  struct Answer {
+    std::string text;
+    ByteBudget::Reservation held;
+  };
+  auto answer = std::make_shared<Answer>();
+  answer->text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  body = nullptr;  // only the text is left to hold
+  answer->held = std::move(held);
+  const auto size = static_cast<std::int64_t>(answer->text.size());
+  if (answer->held.bytes() > size) answer->held.Shrink(answer->held.bytes() - size);
+  res.status = status;
+  res.set_content_provider(
+      answer->text.size(), "application/json",
+      [answer](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+        const std::size_t n = std::min(length, answer->text.size() - offset);
+        return sink.write(answer->text.data() + offset, n);
+      },
+      [answer](bool /*success*/) {
+        // The provider (and its copy of `answer`) may live on in the response; the text and
+        // its bytes go now.
+        std::string().swap(answer->text);
+        answer->held.Release();
+      });
 }
 
 }  // namespace sandbox::http

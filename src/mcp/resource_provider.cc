@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "sandbox/core/base64.h"
+#include "sandbox/core/json_size.h"
 #include "sandbox/core/utf8.h"
 
 namespace sandbox::mcp {
@@ -28,6 +29,9 @@ Error BadCursor(const std::string& cursor) {
 
 bool IsTextContent(std::string_view mime_type, std::string_view data) {
   if (!IsValidUtf8(data)) return false;
+  // Text full of control bytes would escape to up to six times its size; ordinary text (a
+  // newline, a quote: two characters) to at most twice. Past that it goes as base64 (4/3).
+  if (JsonEscapedBytes(data) > 2 * data.size() + 64) return false;
   if (IsTextMime(mime_type)) return true;
   // Unknown types: text files without a telling extension (README, Makefile) are common.
   const bool generic = mime_type.empty() || mime_type == "application/octet-stream";

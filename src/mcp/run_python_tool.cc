@@ -270,10 +270,22 @@ Result<json> RunPythonTool::Call(const json& arguments, ToolContext& context) {
         refused.detail += " (all sandboxes are busy; try again shortly)";
       }
     }
-    return FormatRunResult(refused, run_id);
+    return FormatRunResult(std::move(refused), run_id);
   }
   if (call->session_id && result->session_id.empty()) result->session_id = *call->session_id;
-  return FormatRunResult(*result, run_id);
+  // The answer's bytes are held from here until the transport has sent it (Outbound::Hold).
+  auto held = exec::ReserveAnswer(options_.answers, *result);
+  if (!held.ok()) {
+    exec::RunResult refused;
+    refused.verdict = exec::Verdict::kInternal;
+    refused.session_id = result->session_id;
+    refused.duration_ms = result->duration_ms;
+    refused.detail = "the code ran (verdict " + std::string(exec::VerdictName(result->verdict)) +
+                     ") but its answer was not sent: " + held.error().message();
+    return FormatRunResult(std::move(refused), run_id);
+  }
+  context.notifier.Hold(std::move(*held));
+  return FormatRunResult(std::move(*result), run_id);
 }
 
 }  // namespace sandbox::mcp

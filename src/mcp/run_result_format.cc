@@ -1,7 +1,12 @@
 #include "sandbox/mcp/run_result_format.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "sandbox/core/base64.h"
+#include "sandbox/core/json_size.h"
 #include "sandbox/core/utf8.h"
+#include "sandbox/exec/answer_bound.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session_uri.h"
 #include "tool_args.h"
@@ -45,7 +50,25 @@ std::string Summary(const exec::RunResult& r) {
   return out + "\n";
 }
 
+// `s` as valid UTF-8, moved out when it already is (the answer is built once, not copied).
+std::string TakeUtf8(std::string& s) {
+  return IsValidUtf8(s) ? std::exchange(s, std::string()) : RepairUtf8(s);
+}
+
 }  // namespace
+
+std::string TextBlockExcerpt(std::string_view text, std::size_t max_escaped,
+                             std::string_view field) {
+  if (JsonEscapedBytes(text) <= max_escaped) return std::string(text);
+  const std::size_t head = JsonPrefixWithin(text, max_escaped * 3 / 4);
+  const std::size_t tail = std::max(head, JsonSuffixWithin(text, max_escaped / 4));
+  std::string out(text.substr(0, head));
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += "[... " + std::to_string(tail - head) + " bytes not repeated here; structuredContent." +
+         std::string(field) + " has the whole output ...]\n";
+  out.append(text.substr(tail));
+  return out;
+}
 
 std::string FileUri(std::string_view run_id, std::string_view path) {
   return "sandbox://runs/" + std::string(run_id) + "/files/" + PercentEncodePath(path);
@@ -105,6 +128,11 @@ json RunPythonOutputSchema() {
         {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
         {"output_truncated", {{"type", "boolean"}}},
         {"files_truncated", {{"type", "boolean"}}},
+        {"images_truncated",
+         {{"type", "boolean"},
+          {"description",
+           "figures were dropped: over the count, pixel or byte bounds of one figure or of the "
+           "run"}}},
         {"session_id",
          {{"type", "string"}, {"description", "the session that ran the code (session calls)"}}},
         {"session_reset",
@@ -119,14 +147,25 @@ json RunPythonOutputSchema() {
       {"required", {"verdict", "exit_code", "stdout", "stderr", "duration_ms", "images", "files"}}};
 }
 
-json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
-  const std::string out_text = RepairUtf8(r.stdout_text);
-  const std::string err_text = RepairUtf8(r.stderr_text);
+json FormatRunResult(exec::RunResult r, std::string_view run_id) {
+  std::string out_text = TakeUtf8(r.stdout_text);
+  std::string err_text = TakeUtf8(r.stderr_text);
+  // The text block's share of the output: whole when short, head and tail when not; stderr
+  // keeps at least a quarter (a traceback's last lines are what a model needs).
+  std::size_t err_share = std::min(JsonEscapedBytes(err_text), exec::kTextBlockOutputBytes / 4);
+  std::string out_shown =
+      TextBlockExcerpt(out_text, exec::kTextBlockOutputBytes - err_share, "stdout");
+  std::string err_shown = TextBlockExcerpt(
+      err_text,
+      exec::kTextBlockOutputBytes -
+          std::min(JsonEscapedBytes(out_shown), exec::kTextBlockOutputBytes - err_share),
+      "stderr");
+  const bool err_shown_whole = err_shown.size() == err_text.size();
 
   json structured = {{"verdict", exec::VerdictName(r.verdict)},
                      {"exit_code", r.exit_code},
-                     {"stdout", out_text},
-                     {"stderr", err_text},
+                     {"stdout", std::move(out_text)},
+                     {"stderr", json()},
                      {"duration_ms", r.duration_ms},
                      {"images", json::array()},
                      {"files", json::array()}};
@@ -144,6 +183,7 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
   if (!r.detail.empty()) structured["detail"] = RepairUtf8(r.detail);
   if (r.output_truncated) structured["output_truncated"] = true;
   if (r.files_truncated) structured["files_truncated"] = true;
+  if (r.images_truncated) structured["images_truncated"] = true;
 
   const bool in_session = !r.session_id.empty();
   if (in_session) {
@@ -169,41 +209,47 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
             RepairUtf8(r.session_id) + " are gone; this run started from scratch.]\n";
   }
   text += Summary(r);
-  if (!out_text.empty()) AppendSection(text, "stdout", out_text);
-  if (!err_text.empty()) AppendSection(text, "stderr", err_text);
+  if (!out_shown.empty()) AppendSection(text, "stdout", out_shown);
+  if (!err_shown.empty()) AppendSection(text, "stderr", err_shown);
   if (r.value) AppendSection(text, "value", RepairUtf8(*r.value));
   if (r.traceback) {
     // Python already printed the traceback (with source lines) to stderr; repeat it only when
     // stderr does not show it.
     std::string last_line = RepairUtf8(r.traceback->type);
     if (!r.traceback->message.empty()) last_line += ": " + RepairUtf8(r.traceback->message);
-    if (err_text.find(last_line) == std::string::npos) {
+    if (!err_shown_whole || err_text.find(last_line) == std::string::npos) {
       AppendSection(text, "traceback", FormatTraceback(*r.traceback));
     }
   }
-  if (out_text.empty() && err_text.empty() && !r.value && !r.traceback) text += "(no output)\n";
+  if (out_shown.empty() && err_text.empty() && !r.value && !r.traceback) text += "(no output)\n";
   if (r.output_truncated) {
     text += "[output truncated: the run reached its output limit]\n";
   }
 
   json images = json::array();
-  for (const auto& image : r.images) {
+  for (auto& image : r.images) {
     structured["images"].push_back({{"mime_type", image.mime_type},
                                     {"width", image.width},
                                     {"height", image.height},
                                     {"bytes", image.data.size()}});
     images.push_back(
         {{"type", "image"}, {"data", Base64Encode(image.data)}, {"mimeType", image.mime_type}});
+    std::string().swap(image.data);  // its base64 is in the answer now
   }
   if (!r.images.empty()) {
     text += "[" + std::to_string(r.images.size()) +
             (r.images.size() == 1 ? " figure" : " figures") + " attached as image" +
             (r.images.size() == 1 ? "" : "s") + "]\n";
   }
+  if (r.images_truncated) {
+    text +=
+        "[figures dropped: more, larger or heavier (in PNG bytes) than a run may return; draw "
+        "fewer or smaller figures]\n";
+  }
 
   json resources = json::array();
   if (!r.files.empty()) text += "--- files ---\n";
-  for (const auto& file : r.files) {
+  for (auto& file : r.files) {
     const std::string path = RepairUtf8(file.path);
     const std::string mime = file.mime_type.empty() ? "application/octet-stream" : file.mime_type;
     structured["files"].push_back({{"path", path}, {"size", file.size}, {"mime_type", mime}});
@@ -213,14 +259,16 @@ json FormatRunResult(const exec::RunResult& r, std::string_view run_id) {
     text += path + " (" + detail::HumanBytes(file.size) + ", " + mime + ") " + uri + "\n";
     resources.push_back(
         {{"type", "resource"}, {"resource", ResourceContents(uri, mime, file.data)}});
+    std::string().swap(file.data);
   }
   if (r.files_truncated) text += "[more files were produced than can be returned]\n";
 
-  content.push_back({{"type", "text"}, {"text", text}});
+  structured["stderr"] = std::move(err_text);
+  content.push_back({{"type", "text"}, {"text", std::move(text)}});
   for (auto& block : images) content.push_back(std::move(block));
   for (auto& block : resources) content.push_back(std::move(block));
-  return {{"content", content},
-          {"structuredContent", structured},
+  return {{"content", std::move(content)},
+          {"structuredContent", std::move(structured)},
           {"isError", r.verdict != exec::Verdict::kOk}};
 }
 

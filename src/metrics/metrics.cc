@@ -360,6 +360,30 @@ std::string Metrics::Render(const Snapshot& now) const {
                            .Add({}, static_cast<double>(now.task_results->evicted_total))
                            .Take());
   }
+  if (now.inflight_capacity > 0) {
+    families.push_back(Polled("sandbox_inflight_bytes",
+                              "Bytes held for clients now: answers being built and sent, bodies, "
+                              "stream queues (memory.inflight_bytes)",
+                              MetricType::Gauge)
+                           .Add({}, static_cast<double>(now.inflight_bytes))
+                           .Take());
+    families.push_back(Polled("sandbox_inflight_capacity_bytes",
+                              "The in-flight byte budget (memory.inflight_bytes)",
+                              MetricType::Gauge)
+                           .Add({}, static_cast<double>(now.inflight_capacity))
+                           .Take());
+    families.push_back(Polled("sandbox_inflight_peak_bytes",
+                              "The most bytes held for clients at once since start",
+                              MetricType::Gauge)
+                           .Add({}, static_cast<double>(now.inflight_peak))
+                           .Take());
+    families.push_back(Polled("sandbox_inflight_refused_total",
+                              "Reservations of the in-flight byte budget refused (a request "
+                              "waited memory.inflight_wait_ms and failed)",
+                              MetricType::Counter)
+                           .Add({}, static_cast<double>(now.inflight_refused))
+                           .Take());
+  }
   families.push_back(
       Polled("sandbox_engine_up", "1 when the last Docker engine ping answered", MetricType::Gauge)
           .Add({}, now.engine_up ? 1 : 0)

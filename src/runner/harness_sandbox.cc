@@ -73,7 +73,26 @@ std::optional<std::int64_t> JsonInt(const json& j, const char* key) {
   return JsonInteger(*it);
 }
 
+// Base64 of `bytes` raw bytes.
+std::size_t Base64Bytes(std::int64_t bytes) {
+  return static_cast<std::size_t>((std::max<std::int64_t>(bytes, 0) + 2) / 3 * 4);
+}
+
+// The harness's own file pieces (workdir.py FILE_PIECE).
+constexpr std::int64_t kFilePieceBytes = 3 << 18;
+// Everything in a frame besides its one large value; and the largest frame without one (a
+// `done` with its traceback and value, a file listing).
+constexpr std::size_t kFrameFieldsBytes = 64 << 10;
+constexpr std::size_t kSmallFrameBytes = 4 << 20;
+
 }  // namespace
+
+std::size_t MaxFrameBytes(const SandboxSetup& setup) {
+  const std::int64_t largest_value =
+      std::max({setup.output.max_figure_bytes, kFilePieceBytes,
+                setup.session ? setup.session_file_bytes : std::int64_t{0}});
+  return std::max(kSmallFrameBytes, Base64Bytes(largest_value) + kFrameFieldsBytes);
+}
 
 json HarnessConfig(const SandboxSetup& setup) {
   const auto& pool = setup.pool;
@@ -98,6 +117,8 @@ json HarnessConfig(const SandboxSetup& setup) {
        {{"max_figures", out.max_figures},
         {"max_width_px", out.max_figure_px},
         {"max_height_px", out.max_figure_px},
+        {"max_bytes", out.max_figure_bytes},
+        {"max_total_bytes", out.max_figures_bytes},
         {"dpi", out.figure_dpi}}},
       {"files_out", {{"max_count", out.max_files}, {"max_total_bytes", out.max_files_bytes}}},
       {"files_in",
@@ -125,6 +146,7 @@ HarnessSandbox::HarnessSandbox(const SandboxSetup& setup, ContainerHandle contai
       container_(std::move(container)),
       stream_(std::move(stream)),
       logger_(std::move(logger)),
+      decoder_(MaxFrameBytes(setup)),
       created_at_(pool::Clock::now()) {}
 
 HarnessSandbox::~HarnessSandbox() {
@@ -631,8 +653,20 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   } unlink{link};
 
   bool resent_cancel = false;
-  bool server_dropped_files = false;  // a file event failed the server's own checks
+  bool server_dropped_files = false;   // a file event failed the server's own checks
+  bool server_dropped_images = false;  // an image event did
   std::size_t file_bytes = 0;
+  std::size_t image_bytes = 0;
+  // The harness cuts output at the run's limit (plus its marker); the server holds no more
+  // than that either, whatever the harness sends.
+  const std::size_t output_bound =
+      static_cast<std::size_t>(std::max<std::int64_t>(limits.output_bytes, 0)) + 256;
+  auto keep_output = [&](std::string& into, std::string_view bytes) {
+    const std::size_t held = result.stdout_text.size() + result.stderr_text.size();
+    const std::size_t room = held < output_bound ? output_bound - held : 0;
+    if (bytes.size() > room) result.output_truncated = true;
+    into.append(bytes.substr(0, room));
+  };
   // The returned file being assembled from its pieces (the harness sends a file in pieces,
   // offset 0 first, the last one marked); kept only once its last piece arrived.
   std::optional<exec::OutputFile> piece_file;
@@ -677,12 +711,12 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
     Frame& f = **frame;
     if (f.kind == FrameKind::kStdout) {
       observer.OnOutput(exec::Stream::kStdout, f.payload);
-      result.stdout_text.append(f.payload);
+      keep_output(result.stdout_text, f.payload);
       continue;
     }
     if (f.kind == FrameKind::kStderr) {
       observer.OnOutput(exec::Stream::kStderr, f.payload);
-      result.stderr_text.append(f.payload);
+      keep_output(result.stderr_text, f.payload);
       continue;
     }
     json msg = ParseFrameJson(f.payload);
@@ -714,11 +748,17 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       const auto& out = setup_.output;
       if (std::cmp_greater_equal(result.images.size(), out.max_figures) || width <= 0 ||
           height <= 0 || width > out.max_figure_px || height > out.max_figure_px) {
+        server_dropped_images = true;
         if (logger_) logger_->warn("sandbox {}: dropped an image event out of bounds", Name());
         continue;
       }
       auto data = Base64Decode(JsonString(msg, "data_b64"));
-      if (!data.ok()) continue;
+      if (!data.ok() || std::cmp_greater(data->size(), out.max_figure_bytes) ||
+          std::cmp_greater(image_bytes + data->size(), out.max_figures_bytes)) {
+        server_dropped_images = true;
+        continue;
+      }
+      image_bytes += data->size();
       exec::Image image;
       image.mime_type = "image/png";
       image.width = static_cast<int>(width);
@@ -784,9 +824,10 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
         result.traceback = BoundedTraceback(*tb);
       }
       if (result.value) result.value = CutText(*result.value, kMaxValueBytes);
-      result.output_truncated = JsonBool(msg, "output_truncated");
+      result.output_truncated = result.output_truncated || JsonBool(msg, "output_truncated");
       if (piece_file) server_dropped_files = true;  // its last piece never came
       result.files_truncated = JsonBool(msg, "files_truncated") || server_dropped_files;
+      result.images_truncated = JsonBool(msg, "images_truncated") || server_dropped_images;
       result.detail = JsonString(msg, "detail");
       if (result.verdict == exec::Verdict::kInternal)
         MarkBroken("internal verdict: " + result.detail);

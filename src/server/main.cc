@@ -128,8 +128,9 @@ int Run(const Invocation& invocation) {
   // Tasks of the MCP tasks extension (2026-07-28): runs that outlive their request. Shut down
   // (their runs cancelled) before the engine stops and before the dispatcher's tools go.
   mcp::TaskStore tasks(TaskOptionsOf(config), logger);
-  mcp::Dispatcher dispatcher = MakeDispatcher(config, served.runs(), served.sessions(),
-                                              invocation.conformance_fixtures, &tasks, logger);
+  mcp::Dispatcher dispatcher =
+      MakeDispatcher(config, served.runs(), served.sessions(), invocation.conformance_fixtures,
+                     &tasks, inflight, logger);
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
   admin::PoolTuner tuner(service, &metrics, logger);
   const FrontEnd front{.config = config,

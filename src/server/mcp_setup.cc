@@ -58,9 +58,10 @@ mcp::TaskOptions TaskOptionsOf(const config::Config& config) {
 
 mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
                                exec::SessionService* sessions, bool conformance_fixtures,
-                               mcp::TaskStore* tasks,
+                               mcp::TaskStore* tasks, ByteBudget& inflight,
                                const std::shared_ptr<spdlog::logger>& logger) {
   mcp::RunPythonOptions run_options;
+  run_options.answers = {&inflight, config.memory.inflight_wait};
   if (const auto* pool = config::FindPool(config, config.default_pool)) {
     run_options.default_timeout_s = pool->limits.timeout_s;
     run_options.max_timeout_s = pool->max_limits.timeout_s;

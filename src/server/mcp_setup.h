@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "sandbox/config/config.h"
+#include "sandbox/core/byte_budget.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/dispatcher.h"
@@ -18,10 +19,11 @@ namespace sandbox::server {
 mcp::TaskOptions TaskOptionsOf(const config::Config& config);
 
 // run_python and sandbox_info; with `sessions` (null: sessions disabled) the session tools and
-// resources too; with `conformance_fixtures` the conformance suite's test tools.
+// resources too; with `conformance_fixtures` the conformance suite's test tools. run_python's
+// answers are reserved in `inflight` (memory.inflight_bytes), which must outlive the dispatcher.
 mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
                                exec::SessionService* sessions, bool conformance_fixtures,
-                               mcp::TaskStore* tasks,
+                               mcp::TaskStore* tasks, ByteBudget& inflight,
                                const std::shared_ptr<spdlog::logger>& logger);
 
 }  // namespace sandbox::server

@@ -72,6 +72,12 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
     now.streams_open = sources.stream_slots->in_use();
     now.stream_slots = sources.stream_slots->capacity();
   }
+  if (sources.inflight != nullptr) {
+    now.inflight_bytes = sources.inflight->in_use();
+    now.inflight_capacity = sources.inflight->capacity();
+    now.inflight_peak = sources.inflight->peak();
+    now.inflight_refused = sources.inflight->refused();
+  }
   now.engine_up = engine_up;
   return now;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sandbox/config/config.h"
+#include "sandbox/core/byte_budget.h"
 #include "sandbox/core/slot_limiter.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/mcp/task_store.h"
@@ -29,6 +30,7 @@ struct ProbeSources {
   const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;
   const mcp::TaskStore* tasks = nullptr;  // kept task results
+  const ByteBudget* inflight = nullptr;  // memory.inflight_bytes
   const config::Config* config = nullptr;
   metrics::Metrics* metrics = nullptr;
   // Set once shutdown begins: /readyz answers 503 from then on.

@@ -27,6 +27,7 @@ runner::SandboxSetup SetupFor(const config::Config& config, const config::PoolCo
   setup.input = options.input;
   if (purpose == PoolPurpose::kSessions) {
     setup.session = true;
+    setup.session_file_bytes = config.sessions.max_file_bytes;
     // With a restart grace, containers outlive this server up to their watchdog (the session
     // op raises a warm container's to the grace), and health checks keep warm ones alive.
     const auto grace =

@@ -307,7 +307,11 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
         auto response = modern ? core_.dispatcher().HandleModern(*session, message, *modern, out)
                                : core_.dispatcher().Handle(*session, message, out);
         if (response) {
-          channel->Push(http::FormatSseEvent("message", mcp::DumpJson(*response)));
+          // The document goes before the event is framed: two copies of a large answer at
+          // once, not three (docs/memory-budget.md).
+          std::string text = mcp::DumpJson(*response);
+          response.reset();
+          channel->Push(http::FormatSseEvent("message", text));
         }
         channel->Close();
       });

@@ -9,8 +9,8 @@
 // Result (JSON mode's body, and the data of the SSE `result` event):
 //   {verdict, exit_code, signal, stdout, stderr, duration_ms, value, traceback, images:
 //    [{mime_type, width, height, data_base64}], files: [{path, size, mime_type, content_base64}],
-//    output_truncated, files_truncated, detail, pool, session_id, session_reset,
-//    session_notice}
+//    output_truncated, files_truncated, images_truncated, detail, pool, session_id,
+//    session_reset, session_notice}
 // the fields of run_python's structuredContent with the image and file bytes inline;
 // session_id and session_notice are null outside sessions (and the notice when there is none),
 // session_reset true when this run ended the session's interpreter (restarted empty). exit_code
@@ -45,7 +45,9 @@ std::optional<ApiError> ParseSessionCreateRequest(const nlohmann::json& body,
 // Whether `id` can be a session id (1-128 of [A-Za-z0-9_-]); anything else is never found.
 bool IsSessionIdSyntax(std::string_view id);
 
-nlohmann::json ExecuteResultJson(const exec::RunResult& result);
+// Consumes the result: its output, figures and files move into the answer (built once). Output
+// is taken as it is when valid UTF-8 (exec::BoundResultOutput made it so), else repaired.
+nlohmann::json ExecuteResultJson(exec::RunResult result);
 nlohmann::json ImageJson(const exec::Image& image);
 nlohmann::json FileJson(const exec::OutputFile& file);
 

@@ -66,6 +66,7 @@
 
 #include "sandbox/api/snekbox.h"
 #include "sandbox/core/slot_limiter.h"
+#include "sandbox/exec/answer_bound.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/http/httplib_fwd.h"
@@ -96,6 +97,10 @@ struct ApiOptions {
   // holds an HTTP worker, so it holds a slot too, shared with the MCP streams; none free: 503
   // with Retry-After. Null: no bound.
   std::shared_ptr<SlotLimiter> stream_slots;
+  // Each run's answer (JSON, the SSE `result` event, /eval's JSON) is reserved in this budget
+  // (memory.inflight_bytes) before it is built; one that does not fit in time is refused with
+  // 503 and a message naming memory.inflight_bytes. No budget: answers are not counted.
+  exec::AnswerBudget answers;
 };
 
 class HttpApi {

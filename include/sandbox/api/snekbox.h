@@ -89,7 +89,9 @@ class OutputMerger final : public exec::RunObserver {
 std::optional<int> SnekboxReturnCode(const exec::RunResult& result);
 
 // The /eval answer for a finished run. `merged_output` as from OutputMerger::Merged.
-nlohmann::json EvalResponse(const exec::RunResult& result, std::string_view merged_output);
+// `merged_output` as the code wrote it; bounded here like every answer's output
+// (exec::BoundOutputText).
+nlohmann::json EvalResponse(const exec::RunResult& result, std::string merged_output);
 
 // The /eval answer when there was no run to report (a sandbox failure): returncode null.
 nlohmann::json EvalFailure(std::string_view message);

@@ -51,6 +51,10 @@ struct Limits {
 struct OutputOptions {
   int max_figures = 16;      // PNGs per run
   int max_figure_px = 4096;  // width and height bound of one figure
+  // PNG bytes of one figure, and of all a run's figures together: noise within the pixel bound
+  // compresses to tens of MB. A figure over either is dropped and the run's images_truncated set.
+  std::int64_t max_figure_bytes = 4LL << 20;
+  std::int64_t max_figures_bytes = 16LL << 20;
   int figure_dpi = 100;
   int max_files = 32;                         // files returned from the work directory
   std::int64_t max_files_bytes = 16LL << 20;  // their total size

@@ -90,6 +90,9 @@ struct RunResult {
   std::vector<OutputFile> files;
   bool output_truncated = false;
   bool files_truncated = false;
+  // Figures were dropped: over output.max_figures, max_figure_px, max_figure_bytes or the run's
+  // output.max_figures_bytes.
+  bool images_truncated = false;
   std::string detail;  // a human-readable reason for non-ok verdicts
   std::string pool;    // the pool that served the run
   // The sandbox (container id, 12 hex digits) that served it: for the operator's audit log,

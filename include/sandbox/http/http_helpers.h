@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "sandbox/core/byte_budget.h"
+
 namespace httplib {
 struct Request;
 struct Response;
@@ -36,5 +38,12 @@ bool IsJsonBody(const httplib::Request& req);
 
 // `status` with `body` as application/json (invalid UTF-8 in strings replaced, never thrown).
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body);
+
+// The same for a large answer built once: `body` is serialized and then freed, and the text is
+// written from where it is (no copy into the response); `held` (the answer's reservation of
+// the in-flight budget) shrinks to the text's size and is given back once the response is
+// written or the connection is gone.
+void SendJsonHeld(httplib::Response& res, int status, nlohmann::json body,
+                  ByteBudget::Reservation held);
 
 }  // namespace sandbox::http

@@ -35,6 +35,8 @@ class RequestNotifier {
   void ProgressValue(double progress, std::optional<double> total, const std::string& message);
   // notifications/message when the level passes the client's threshold.
   void Log(LogLevel level, const std::string& logger, nlohmann::json data);
+  // Holds `reservation` until the request's response has been sent (Outbound::Hold).
+  void Hold(ByteBudget::Reservation reservation) { out_.Hold(std::move(reservation)); }
 
  private:
   bool cancelled() const { return cancel_ != nullptr && cancel_->IsCancelled(); }

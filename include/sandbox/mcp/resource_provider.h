@@ -65,7 +65,8 @@ class ResourceRegistry {
 nlohmann::json ResourceContents(std::string_view uri, std::string_view mime_type,
                                 std::string_view data);
 
-// Whether ResourceContents would send `data` as text.
+// Whether ResourceContents would send `data` as text: valid UTF-8 of a text type (or of no
+// telling type, without NUL) whose JSON escaping is at most twice its size (+ 64 bytes).
 bool IsTextContent(std::string_view mime_type, std::string_view data);
 
 }  // namespace sandbox::mcp

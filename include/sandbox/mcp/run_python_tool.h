@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/exec/answer_bound.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/output_relay.h"
@@ -43,6 +44,10 @@ struct RunPythonOptions {
   // With more than one, the tool takes `pool` (one of these names; the default pool when
   // omitted) and its description says what each pool adds.
   std::vector<PoolChoice> pools;
+  // The in-flight byte budget each answer is reserved in before it is built (memory.inflight_
+  // bytes); a run whose answer does not fit in time gets a result with isError and verdict
+  // internal whose detail names memory.inflight_bytes. No budget: answers are not counted.
+  exec::AnswerBudget answers;
 };
 
 class RunPythonTool final : public Tool {

@@ -7,6 +7,10 @@
 // readable. A session run's structuredContent also has session_id, session_reset and
 // session_notice?, and its text starts with a notice when the session was restarted empty.
 // isError is true exactly when the verdict is not ok.
+// stdout and stderr travel once in full, in structuredContent (its schema requires them); the
+// text block repeats them only up to exec::kTextBlockOutputBytes escaped (head and tail of a
+// longer output, with a line saying where the rest is), so an answer never carries its output
+// twice (docs/memory-budget.md). The result is consumed: its bytes move into the answer.
 // Thread-safety: stateless; safe from any thread.
 #pragma once
 
@@ -18,7 +22,13 @@
 
 namespace sandbox::mcp {
 
-nlohmann::json FormatRunResult(const exec::RunResult& result, std::string_view run_id);
+nlohmann::json FormatRunResult(exec::RunResult result, std::string_view run_id);
+
+// `text` (valid UTF-8) as the text block shows it: whole when it escapes to at most
+// `max_escaped` bytes, else its head and tail within that bound around a line that says how
+// many bytes are left out and that `field` of structuredContent has them all.
+std::string TextBlockExcerpt(std::string_view text, std::size_t max_escaped,
+                             std::string_view field);
 
 // The JSON Schema of structuredContent.
 nlohmann::json RunPythonOutputSchema();

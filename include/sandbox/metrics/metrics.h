@@ -74,6 +74,11 @@ struct Snapshot {
   // Kept task results; nullopt without a task store.
   std::optional<KeptResultsSnapshot> task_results;
   bool engine_up = false;  // the last engine ping answered
+  // The in-flight byte budget (memory.inflight_bytes, docs/memory-budget.md).
+  std::int64_t inflight_bytes = 0;     // held for clients now
+  std::int64_t inflight_capacity = 0;  // the budget; 0: not reported
+  std::int64_t inflight_peak = 0;      // the most held at once since start
+  std::int64_t inflight_refused = 0;   // reservations refused since start
 };
 
 struct MetricsOptions {

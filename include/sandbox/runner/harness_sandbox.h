@@ -46,6 +46,9 @@ struct SandboxSetup {
   // Session sandboxes: the harness keeps one interpreter alive across runs (config mode
   // "session"); the container is labelled mode=session and never returns to a pool.
   bool session = false;
+  // The largest file a session's get_file answers with (sessions.max_file_bytes): with the
+  // figure and file piece bounds it sets the largest frame the server accepts from the harness.
+  std::int64_t session_file_bytes = 16LL << 20;
   // Started without the pool's preload and warm plot (skip_preload_when_queued): the pool
   // retires such sandboxes first when it shrinks.
   bool lean = false;
@@ -63,6 +66,11 @@ struct SandboxSetup {
   // container itself (the harness enforces the timeout; this is the backstop).
   std::chrono::milliseconds run_grace{10000};
 };
+
+// The largest frame the server reads from this setup's harness: a figure, a file piece or a
+// session's file, base64 in JSON, plus room for the fields around them. The harness is
+// untrusted: a longer frame is a protocol error before any of it is buffered.
+std::size_t MaxFrameBytes(const SandboxSetup& setup);
 
 // What one start adds to its pool's setup.
 struct StartExtras {

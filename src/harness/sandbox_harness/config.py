@@ -124,6 +124,8 @@ def parse_config(msg):
         "max_width_px": int_field(image, "max_width_px", 1, "config.image"),
         "max_height_px": int_field(image, "max_height_px", 1, "config.image"),
         "dpi": float(num_field(image, "dpi", "config.image")),
+        "max_bytes": int_field(image, "max_bytes", 1024, "config.image"),
+        "max_total_bytes": int_field(image, "max_total_bytes", 1024, "config.image"),
     }
     for key in ("files_out", "files_in"):
         cfg[key] = _bounds(msg, key, (("max_count", 0), ("max_total_bytes", 0)))

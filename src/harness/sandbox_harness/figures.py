@@ -25,18 +25,30 @@ def png_size(data):
 
 
 class FigureBudget:
-    """Counts captured figures against image.max_figures."""
+    """Counts captured figures against image.max_figures, and their PNG bytes against
+    image.max_bytes (one figure) and image.max_total_bytes (the cell's)."""
 
-    def __init__(self, max_figures):
+    def __init__(self, max_figures, max_bytes, max_total_bytes):
         self.max_figures = max_figures
+        self.max_bytes = max_bytes
+        self.max_total_bytes = max_total_bytes
         self.count = 0
+        self.bytes = 0
         self.truncated = False
 
     def take(self):
-        if self.count >= self.max_figures:
+        if self.count >= self.max_figures or self.bytes >= self.max_total_bytes:
             self.truncated = True
             return False
         self.count += 1
+        return True
+
+    def fits(self, size):
+        """Whether a rendered PNG of `size` bytes may go out (counted when it may)."""
+        if size > self.max_bytes or self.bytes + size > self.max_total_bytes:
+            self.truncated = True
+            return False
+        self.bytes += size
         return True
 
 
@@ -50,7 +62,8 @@ class FigureCapture:
 
     def reset(self):
         """A new cell: a new budget (session mode runs several cells in one process)."""
-        self.budget = FigureBudget(self.cfg["max_figures"])
+        self.budget = FigureBudget(self.cfg["max_figures"], self.cfg["max_bytes"],
+                                   self.cfg["max_total_bytes"])
         self.too_large = False
 
     @property
@@ -99,6 +112,9 @@ class FigureCapture:
         size = png_size(data)
         if size is None or size[0] > self.cfg["max_width_px"] or size[1] > self.cfg["max_height_px"]:
             self.too_large = True
+            return
+        # Noise compresses badly: a figure within the pixel bound can still be tens of MB.
+        if not self.budget.fits(len(data)):
             return
         self.sender.send({"t": "image", "mime_type": "image/png", "width": size[0],
                           "height": size[1], "data_b64": base64.b64encode(data).decode("ascii")})

@@ -30,6 +30,7 @@ class RunState:
         self.started = False
         self.result = {}
         self.images = 0
+        self.image_bytes = 0  # decoded PNG bytes relayed
         self.images_truncated = False
         self.files = 0
         self.file_bytes = 0
@@ -55,15 +56,15 @@ class Records:
 
     def _max_result_record(self):
         img = self.cfg["image"]
-        per_image = img["max_width_px"] * img["max_height_px"] * 4 + (64 << 10)
+        per_image = img["max_bytes"] + (64 << 10)
         return max(per_image, FILE_PIECE) * 4 // 3 + (1 << 20) + self.cfg["value_max_chars"] * 8
 
     def _result_budget(self):
         img = self.cfg["image"]
-        per_image = img["max_width_px"] * img["max_height_px"] * 4 + (64 << 10)
+        images = min(img["max_figures"] * img["max_bytes"], img["max_total_bytes"]) * 4 // 3 + \
+            img["max_figures"] * (64 << 10)
         files = self.cfg["files_out"]["max_total_bytes"] * 4 // 3 + files_overhead(self.cfg)
-        return (1 << 20) + img["max_figures"] * per_image * 4 // 3 + files + \
-            self.cfg["value_max_chars"] * 8
+        return (1 << 20) + images + files + self.cfg["value_max_chars"] * 8
 
     def _on_status(self, state, payload):
         try:
@@ -103,10 +104,15 @@ class Records:
             if not (is_int(w) and is_int(h) and isinstance(data, str)
                     and 0 < w <= img["max_width_px"] and 0 < h <= img["max_height_px"]):
                 return
-            if state.images >= img["max_figures"]:
+            # Checked again (U is the code's process): a record over a figure's byte bound or the
+            # run's total is dropped and marked, never relayed.
+            n = len(data) // 4 * 3 - data[-2:].count("=")
+            if (state.images >= img["max_figures"] or n > img["max_bytes"]
+                    or state.image_bytes + n > img["max_total_bytes"]):
                 state.images_truncated = True
                 return
             state.images += 1
+            state.image_bytes += n
             self.chan.send({"ev": "image", "id": rid, "mime_type": "image/png", "width": w,
                             "height": h, "data_b64": data})
         elif t == "file":

@@ -534,5 +534,24 @@ TEST(MemoryConfigTest, StreamQueueBytesIsReadAndBounded) {
   EXPECT_FALSE(Validate(over).ok());
 }
 
+TEST(OutputConfigTest, FigureByteBoundsAreReadAndValidated) {
+  auto applied = ApplyJson(Config{}, nlohmann::json::parse(R"({"output": {"max_figure_bytes":
+      1048576, "max_figures_bytes": 2097152}})"));
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->output.max_figure_bytes, 1LL << 20);
+  EXPECT_EQ(applied->output.max_figures_bytes, 2LL << 20);
+  EXPECT_TRUE(Validate(*applied).ok());
+  Config config;
+  config.output.max_figures_bytes = config.output.max_figure_bytes - 1;  // below one figure
+  auto status = Validate(config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("output.max_figures_bytes"), std::string::npos);
+  config = Config{};
+  config.output.max_figure_bytes = 65LL << 20;  // past the upper bound
+  status = Validate(config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("output.max_figure_bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandbox::config

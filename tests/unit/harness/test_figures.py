@@ -20,8 +20,15 @@ class FigureTest(unittest.TestCase):
         self.assertIsNone(figures.png_size(b"GIF89a" + b"\x00" * 30))
 
     def test_budget(self):
-        b = figures.FigureBudget(2)
+        b = figures.FigureBudget(2, 100, 1000)
         self.assertEqual([b.take(), b.take(), b.take()], [True, True, False])
         self.assertTrue(b.truncated)
-        z = figures.FigureBudget(0)
+        z = figures.FigureBudget(0, 100, 1000)
         self.assertFalse(z.take())
+
+    def test_byte_budget(self):
+        b = figures.FigureBudget(5, 100, 150)
+        self.assertFalse(b.fits(101))  # over one figure's bound
+        self.assertTrue(b.truncated)
+        self.assertEqual([b.fits(100), b.fits(60), b.fits(50)], [True, False, True])
+        self.assertFalse(b.take())  # the total is reached: nothing more is rendered

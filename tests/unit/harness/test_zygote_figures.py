@@ -60,6 +60,15 @@ class FigureCaptureTest(unittest.TestCase):
             got, done, _ = self.run_figures(z, "plt.figure(label='e')")
             self.assertEqual((got, done["images_truncated"]), (["e"], False))
 
+    def test_figure_byte_bounds(self):
+        # The fake PNG is ~30 bytes plus its label: a figure over max_bytes is dropped, and
+        # one that would pass the cell's max_total_bytes; both marked, the others come back.
+        z = self.zygote(True, image={"max_bytes": 1024, "max_total_bytes": 1400})
+        got, done, err = self.run_figures(
+            z, "plt.figure(label='b' * 1100); plt.figure(label='s'); "
+               "plt.figure(label='m' * 700); plt.figure(label='n' * 700)")
+        self.assertEqual(([len(g) for g in got], done["images_truncated"]), ([1, 700], True), err)
+
     def test_session_cells(self):
         for preloaded in (True, False):
             with self.subTest(preloaded=preloaded):

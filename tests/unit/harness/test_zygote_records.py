@@ -62,6 +62,19 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual(len(z.events("image")), 1)
         self.assertTrue(s.images_truncated)
 
+    def test_images_within_byte_bounds(self):
+        # 1200 bytes each (1600 base64 characters): one figure may be 2000, all 3000.
+        z = Host(image={"max_figures": 5, "max_bytes": 2000, "max_total_bytes": 3000})
+        s = self.state(z)
+        data = lambda n: base64.b64encode(b"x" * n).decode("ascii")
+        z._on_record(s, {"t": "image", "width": 10, "height": 10, "data_b64": data(2001)})
+        self.assertEqual(z.events("image"), [])  # over one figure's bound
+        self.assertTrue(s.images_truncated)
+        for _ in range(3):
+            z._on_record(s, {"t": "image", "width": 10, "height": 10, "data_b64": data(1200)})
+        self.assertEqual(len(z.events("image")), 2)  # the third passes the run's total
+        self.assertEqual(s.image_bytes, 2400)
+
     def test_file_pieces(self):
         z = Host(files_out={"max_count": 3, "max_total_bytes": 10})
         s = self.state(z)

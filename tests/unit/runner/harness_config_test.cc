@@ -83,6 +83,8 @@ TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
   EXPECT_EQ(cfg["files_in"]["max_total_bytes"], setup.input.max_total_bytes);
   EXPECT_EQ(cfg["files_out"]["max_count"], setup.output.max_files);
   EXPECT_EQ(cfg["image"]["max_figures"], setup.output.max_figures);
+  EXPECT_EQ(cfg["image"]["max_bytes"], setup.output.max_figure_bytes);
+  EXPECT_EQ(cfg["image"]["max_total_bytes"], setup.output.max_figures_bytes);
   EXPECT_EQ(cfg["value_max_chars"], kResultLimits.value_max_chars);
   EXPECT_EQ(cfg["list_max_entries"], kResultLimits.list_max_entries);
   EXPECT_EQ(cfg["paths"]["max_path_bytes"], kResultLimits.path_max_bytes);
@@ -123,6 +125,26 @@ TEST(HarnessConfigTest, EveryFieldIsRequiredByTheHarness) {
     EXPECT_NE(cfg["error"].get<std::string>().find(field), std::string::npos)
         << item.key() << ": " << cfg["error"];
   }
+}
+
+TEST(MaxFrameBytesTest, FollowsTheFigureAndFileBounds) {
+  SandboxSetup setup;
+  setup.output.max_figure_bytes = 4 << 20;
+  // A figure's base64 and the fields around it; 4 MiB at least (a `done`, a file listing).
+  EXPECT_GE(MaxFrameBytes(setup), (4u << 20) / 3 * 4);
+  EXPECT_LE(MaxFrameBytes(setup), (4u << 20) / 3 * 4 + (128u << 10));
+  setup.output.max_figure_bytes = 1024;
+  EXPECT_EQ(MaxFrameBytes(setup), 4u << 20);
+  // A session also answers get_file with a whole file.
+  setup.session = true;
+  setup.session_file_bytes = 16 << 20;
+  EXPECT_GE(MaxFrameBytes(setup), (16u << 20) / 3 * 4);
+  // The harness is untrusted: a longer frame is refused from its header, before its payload.
+  FrameDecoder decoder(MaxFrameBytes(setup));
+  const std::uint32_t n = static_cast<std::uint32_t>(MaxFrameBytes(setup)) + 1;
+  const std::string header = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                              static_cast<char>(n >> 8), static_cast<char>(n), 'J'};
+  EXPECT_FALSE(decoder.Feed(header).ok());
 }
 
 }  // namespace
