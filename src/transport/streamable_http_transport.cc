@@ -291,7 +291,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
   std::weak_ptr<mcp::Session> weak = session;
   channel->OnAbandon([weak, id, logger = core_.logger()] {
     if (auto s = weak.lock(); s && s->CancelRequest(id)) {
-      logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdKey(id));
+      logger->info("request {}: the client dropped its stream; run cancelled", mcp::IdForLog(id));
     }
   });
   bool spawned = core_.tasks().Spawn(
