@@ -19,13 +19,14 @@ void AppendHexByte(std::string& out, unsigned char c) {
 std::uint32_t CodePoint(std::string_view s, std::size_t i, std::size_t n) {
   static constexpr std::uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
   std::uint32_t cp = static_cast<unsigned char>(s[i]) & kLeadMask[n];
-  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  for (std::size_t k = 1; k < n; ++k)
+    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   return cp;
 }
 
 bool PlainTokenByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '+' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == ':' || c == '/' || c == '@' || c == '+' || c == '-';
 }
 
 }  // namespace

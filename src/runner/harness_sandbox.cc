@@ -321,8 +321,9 @@ void HarnessSandbox::NoteHarnessStderr(std::string_view bytes) {
     if (log_budget_.lines_logged < kHarnessLogLines) {
       ++log_budget_.lines_logged;
       if (logger_) {
-        logger_->info("sandbox {}: {}", Name(),
-                      LogQuoted(std::string_view(stderr_line_).substr(0, nl), kHarnessLogLineBytes));
+        logger_->info(
+            "sandbox {}: {}", Name(),
+            LogQuoted(std::string_view(stderr_line_).substr(0, nl), kHarnessLogLineBytes));
       }
     } else {
       ++log_budget_.lines_held;

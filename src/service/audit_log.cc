@@ -57,8 +57,7 @@ LogFields AuditFields(const AuditOptions& options, const std::string& principal,
     add("total_ms", total_ms);
     add("session", SessionDigest(session_id));
     // Errors about a session name it for its owner; the log names it by its digest.
-    add("reason",
-        Cut(RedactSessionId(result.error().message(), session_id), kMaxLoggedReason));
+    add("reason", Cut(RedactSessionId(result.error().message(), session_id), kMaxLoggedReason));
   } else {
     const exec::RunResult& r = *result;
     const auto size = [](std::size_t n) { return static_cast<std::int64_t>(n); };

@@ -223,7 +223,7 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
     auto removed = [&](const std::string& why) {
       if (logger_) {
         logger_->info("removed session container {} left by an earlier run of instance \"{}\": {}",
-                      name, config_.instance_id, why);
+                      name, config_.instance_id, LogEscape(why, 1024));
       }
     };
     auto pool_label = c.labels.find(std::string(runner::kPoolLabel));

@@ -299,12 +299,13 @@ TEST_F(LogsTest, SessionClaimsAreCheckedAndItsIdNeverLogged) {
   EXPECT_FALSE(download->has_header("X-Injected"));
 
   // A one-shot run's own files: the same claims, the same answer.
-  auto oneshot = client.Post(
-      "/v1/execute",
-      json{{"code", "import mimetypes\nmimetypes.add_type('text/x\\r\\nX: 1', '.evil')\n"
-                    "open('a.evil', 'w').write('a')\n"}}
-          .dump(),
-      "application/json");
+  auto oneshot =
+      client.Post("/v1/execute",
+                  json{{"code",
+                        "import mimetypes\nmimetypes.add_type('text/x\\r\\nX: 1', '.evil')\n"
+                        "open('a.evil', 'w').write('a')\n"}}
+                      .dump(),
+                  "application/json");
   ASSERT_TRUE(oneshot);
   ASSERT_EQ(oneshot->status, 200) << oneshot->body;
   const json files = json::parse(oneshot->body)["files"];

@@ -52,7 +52,8 @@ TEST(LogValueTest, PlainTokensStayBareAnythingElseIsQuoted) {
   EXPECT_EQ(LogValue(""), "\"\"");
   // A value cannot add a field: the space and the `=` stay inside quotes.
   EXPECT_EQ(LogValue("x principal=admin kind=session"), "\"x principal=admin kind=session\"");
-  const std::string forged = LogValue("x\n[2026-12-06 00:00:00.000] [audit] [info] run principal=root");
+  const std::string forged =
+      LogValue("x\n[2026-12-06 00:00:00.000] [audit] [info] run principal=root");
   EXPECT_TRUE(OneLine(forged)) << forged;
   EXPECT_EQ(forged.front(), '"');
   EXPECT_EQ(forged.back(), '"');
@@ -70,8 +71,8 @@ TEST(SessionDigestTest, RedactReplacesEveryOccurrence) {
   const std::string id = "S3cr3tSessionId";
   const std::string text = "session " + id + " is busy; " + id;
   const std::string redacted = RedactSessionId(text, id);
-  EXPECT_EQ(redacted, "session session#" + SessionDigest(id) + " is busy; session#" +
-                          SessionDigest(id));
+  EXPECT_EQ(redacted,
+            "session session#" + SessionDigest(id) + " is busy; session#" + SessionDigest(id));
   EXPECT_EQ(RedactSessionId(text, ""), text);
 }
 

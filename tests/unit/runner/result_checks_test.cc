@@ -31,9 +31,10 @@ TEST(ResultPathTest, ForgedPathsAreRefused) {
 
 TEST(MimeTypeTest, PlainTypesPass) {
   for (const std::string& m : std::vector<std::string>{
-           "text/plain", "image/png", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-           "application/ld+json", "text/x-python", "application/x-www-form-urlencoded",
-           "model/3mf", std::string(127, 'a') + "/" + std::string(127, 'b')}) {
+           "text/plain", "image/png",
+           "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+           "application/ld+json", "text/x-python", "application/x-www-form-urlencoded", "model/3mf",
+           std::string(127, 'a') + "/" + std::string(127, 'b')}) {
     EXPECT_EQ(MimeTypeError(m), "") << m;
     EXPECT_EQ(CheckedMimeType(m), m);
   }
