@@ -622,7 +622,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   CloseLogBudget("before " + run_id);
   struct CloseBudget {
     HarnessSandbox* sandbox;
-    const std::string& run_id;
+    std::string run_id;
     ~CloseBudget() { sandbox->CloseLogBudget(run_id); }
   } close_budget{this, run_id};
   auto note_dropped = [this](const std::string& why) {
