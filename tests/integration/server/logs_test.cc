@@ -204,7 +204,7 @@ TEST_F(LogsTest, ForgedPoolNamesAndRecordsWriteNoLinesAndABoundedAmount) {
       "            pass\n"
       "fake = '\\n[2026-12-06 00:00:00.000] [audit] [info] run principal=admin '\n"
       "for i in range(3000):\n"
-      "    forge({'t': 'internal', 'message': 'forged' + fake + 'x' * 2000})\n"
+      "    forge({'t': 'internal', 'message': 'forged' + fake + 'x' * 1000})\n"
       "    forge({'t': 'file', 'path': '../forged%d' % i + fake, 'mime_type': 'text/plain',\n"
       "           'offset': 0, 'last': True, 'data_b64': 'eA=='})\n"
       "print('forged')\n";
@@ -215,7 +215,7 @@ TEST_F(LogsTest, ForgedPoolNamesAndRecordsWriteNoLinesAndABoundedAmount) {
   const json result = json::parse(run->body);
   EXPECT_EQ(result["verdict"], "error") << run->body;
   EXPECT_EQ(result["stdout"], "forged\n");
-  EXPECT_EQ(result["files"].size(), 0U);
+  EXPECT_EQ(result.value("files", json::array()).size(), 0U) << run->body;
   ASSERT_EQ(WaitForLines(log_path_, "[req forge-run-1] run principal=").size(), 1U);
   // The harness's count of what it did not log, relayed.
   EXPECT_EQ(WaitForLines(log_path_, "more refused record(s) not logged").size(), 1U);
@@ -226,7 +226,9 @@ TEST_F(LogsTest, ForgedPoolNamesAndRecordsWriteNoLinesAndABoundedAmount) {
   EXPECT_LE(new_lines, 40U);
   EXPECT_LE(grown, 64U << 10);
   ExpectOnlyServerLines(log_path_);
-  EXPECT_EQ(WaitForLines(log_path_, "[audit] [info] run principal=admin").size(), 0U);
+  for (const auto& line : LogLines(log_path_)) {
+    EXPECT_THAT(line, Not(HasSubstr("[audit] [info] run principal=admin"))) << line;
+  }
 }
 
 // Attack: a pool name that adds key=value pairs, in JSON logs. Expected: 400, and the audit
