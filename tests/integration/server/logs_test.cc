@@ -74,11 +74,13 @@ std::uintmax_t LogBytes(const std::string& path) {
   return ec ? 0 : size;
 }
 
-// True when every line of a text log is one the server began: its timestamp first.
+// Every line of a text log is one the server began: a timestamp first (the forgeries use
+// 1999's, which no line may begin with).
 void ExpectOnlyServerLines(const std::string& path) {
   static const std::regex kPrefix(R"(^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}\] \[)");
   for (const auto& line : LogLines(path)) {
     EXPECT_TRUE(std::regex_search(line, kPrefix)) << "a line the server did not begin: " << line;
+    EXPECT_FALSE(line.starts_with("[1999-")) << "a forged line: " << line;
   }
 }
 
@@ -175,18 +177,21 @@ TEST_F(LogsTest, JsonLinesCarryTheRequestIdAlsoForMcpCalls) {
 // after its code started), every line of the log is one the server began, and the run added a
 // bounded number of lines and bytes (a count of the refused records, not each one).
 TEST_F(LogsTest, ForgedPoolNamesAndRecordsWriteNoLinesAndABoundedAmount) {
-  auto server = Start("logs-forge", "text");
+  // One sandbox: the run after the forging one reads what the harness wrote after its `done`.
+  auto server = Start("logs-forge", "text",
+                      R"("sessions": {"warm": 0}, )"
+                      R"("pools": [{"name": "default", "min_idle": 1, "max_total": 1}])");
   httplib::Client client("127.0.0.1", port_);
   client.set_read_timeout(120, 0);
   const std::string forged_pool =
-      "x\n[2026-12-06 00:00:00.000] [audit] [info] run principal=admin kind=oneshot pool=default";
+      "x\n[1999-01-01 00:00:00.000] [audit] [info] run principal=admin kind=oneshot pool=default";
   auto refused = client.Post("/v1/execute", {{"X-Request-Id", "forge-pool-1"}},
                              json{{"code", "1"}, {"pool", forged_pool}}.dump(), "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400) << refused->body;
   auto audit = WaitForLines(log_path_, "[req forge-pool-1] run principal=");
   ASSERT_EQ(audit.size(), 1U);
-  EXPECT_THAT(audit[0], HasSubstr(" pool=\"x\\n[2026-12-06 00:00:00.000] [audit] [info] run "
+  EXPECT_THAT(audit[0], HasSubstr(" pool=\"x\\n[1999-01-01 00:00:00.000] [audit] [info] run "
                                   "principal=admin kind=oneshot pool=default\" "));
   EXPECT_THAT(audit[0], HasSubstr(" refused="));
   EXPECT_TRUE(WaitFor([&] { return server->Ready(1); }, 120s));
@@ -202,7 +207,7 @@ TEST_F(LogsTest, ForgedPoolNamesAndRecordsWriteNoLinesAndABoundedAmount) {
       "            os.write(fd, struct.pack('>I', len(data)) + b'J' + data)\n"
       "        except OSError:\n"
       "            pass\n"
-      "fake = '\\n[2026-12-06 00:00:00.000] [audit] [info] run principal=admin '\n"
+      "fake = '\\n[1999-01-01 00:00:00.000] [audit] [info] run principal=admin '\n"
       "for i in range(3000):\n"
       "    forge({'t': 'internal', 'message': 'forged' + fake + 'x' * 1000})\n"
       "    forge({'t': 'file', 'path': '../forged%d' % i + fake, 'mime_type': 'text/plain',\n"
@@ -217,18 +222,20 @@ TEST_F(LogsTest, ForgedPoolNamesAndRecordsWriteNoLinesAndABoundedAmount) {
   EXPECT_EQ(result["stdout"], "forged\n");
   EXPECT_EQ(result.value("files", json::array()).size(), 0U) << run->body;
   ASSERT_EQ(WaitForLines(log_path_, "[req forge-run-1] run principal=").size(), 1U);
+  auto after = client.Post("/v1/execute", {{"X-Request-Id", "forge-after-1"}},
+                           json{{"code", "print(1)"}}.dump(), "application/json");
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->status, 200) << after->body;
+  ASSERT_EQ(WaitForLines(log_path_, "[req forge-after-1] run principal=").size(), 1U);
   // The harness's count of what it did not log, relayed.
   EXPECT_EQ(WaitForLines(log_path_, "more refused record(s) not logged").size(), 1U);
   const std::uintmax_t grown = LogBytes(log_path_) - bytes_before;
   const std::size_t new_lines = LogLines(log_path_).size() - lines_before;
-  // Before: 6,000 lines and ~8 MiB. Now the run's share is the harness's few lines, their
-  // count, the audit line and the pool's refill lines.
+  // Before: 6,000 lines and ~8 MiB. Now the two runs' share is the harness's few lines, their
+  // count, two audit lines and the pool's own lines.
   EXPECT_LE(new_lines, 40U);
   EXPECT_LE(grown, 64U << 10);
   ExpectOnlyServerLines(log_path_);
-  for (const auto& line : LogLines(log_path_)) {
-    EXPECT_THAT(line, Not(HasSubstr("[audit] [info] run principal=admin"))) << line;
-  }
 }
 
 // Attack: a pool name that adds key=value pairs, in JSON logs. Expected: 400, and the audit
@@ -349,7 +356,7 @@ TEST_F(LogsTest, SessionClaimsAreCheckedAndItsIdNeverLogged) {
            {"method", "resources/read"},
            {"params",
             {{"uri", "sandbox://sessions/" + id +
-                         "/files/c.txt\n[2026-12-06 00:00:00.000] [audit] [info] run"}}}}
+                         "/files/c.txt\n[1999-01-01 00:00:00.000] [audit] [info] run"}}}}
           .dump(),
       "application/json");
   ASSERT_TRUE(read);
