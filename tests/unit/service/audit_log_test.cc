@@ -91,7 +91,9 @@ TEST(AuditLogTest, AClientsPoolNameCannotForgeAFieldOrALine) {
       ++principals;
       EXPECT_EQ(std::get<std::string>(field.value), "alice");
     }
-    if (field.key == "pool") EXPECT_EQ(std::get<std::string>(field.value), request.pool);
+    if (field.key == "pool") {
+      EXPECT_EQ(std::get<std::string>(field.value), request.pool);
+    }
   }
   EXPECT_EQ(principals, 1);
 }
