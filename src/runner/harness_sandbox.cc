@@ -323,7 +323,7 @@ void HarnessSandbox::NoteHarnessStderr(std::string_view bytes) {
       if (logger_) {
         logger_->info(
             "sandbox {}: {}", Name(),
-            LogQuoted(std::string_view(stderr_line_).substr(0, nl), kHarnessLogLineBytes));
+            LogQuoted(std::string_view{stderr_line_}.substr(0, nl), kHarnessLogLineBytes));
       }
     } else {
       ++log_budget_.lines_held;
