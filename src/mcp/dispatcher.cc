@@ -230,7 +230,7 @@ json Dispatcher::Initialize(Session& session, const json& id, const json& params
       {"protocolVersion", version}, {"capabilities", capabilities}, {"serverInfo", server_info}};
   if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
   logger_->info("session initialized: protocol {}, client {}", LogValue(version),
-                LogEscape(DumpJson(params.value("clientInfo", json::object())), 512));
+                LogEscape(DumpJson(params.value("clientInfo", json::object())), 512, false));
   return MakeResult(id, std::move(result));
 }
 

@@ -298,7 +298,10 @@ TEST_F(LogsTest, SessionClaimsAreCheckedAndItsIdNeverLogged) {
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->status, 200) << listed->body;
   std::map<std::string, std::string> types;
-  for (const auto& f : json::parse(listed->body)["files"]) types[f["path"]] = f["mime_type"];
+  const json listing = json::parse(listed->body);
+  for (const auto& f : listing["files"]) {
+    types[f["path"].get<std::string>()] = f["mime_type"].get<std::string>();
+  }
   EXPECT_EQ(types["a.evil"], "application/octet-stream") << listed->body;
   EXPECT_EQ(types["b.nul"], "application/octet-stream") << listed->body;
   EXPECT_EQ(types["c.txt"], "text/plain") << listed->body;
