@@ -13,6 +13,7 @@
 #include "sandbox/api/openapi.h"
 #include "sandbox/core/json.h"
 #include "sandbox/core/log_context.h"
+#include "sandbox/core/log_safe.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/exec/session_json.h"
 #include "sandbox/http/http_helpers.h"
@@ -274,7 +275,8 @@ void HttpApi::Register(httplib::Server& server) {
         return SendSnekboxError(res, "503 Service Unavailable", refused);
       }
       // Snekbox's answer when the sandbox itself fails: returncode null, the reason in stdout.
-      logger_->warn("POST /eval: the engine refused: {}", result.error().ToString());
+      logger_->warn("POST /eval: the engine refused: {}",
+                    LogQuoted(result.error().ToString(), 1024));
       return SendJson(res, 200, EvalFailure(refused.message));
     }
     logger_->debug("POST /eval: verdict {} in {} ms", exec::VerdictName(result->verdict),
@@ -341,7 +343,8 @@ void HttpApi::Register(httplib::Server& server) {
       ApiError refused = in_session ? FromSessionError(result.error(), options_.retry_after_s, 429)
                                     : FromEngineError(result.error(), options_.retry_after_s);
       if (refused.status >= 500) {
-        logger_->warn("POST /v1/execute: the engine refused: {}", result.error().ToString());
+        logger_->warn("POST /v1/execute: the engine refused: {}",
+                      LogQuoted(RedactSessionId(result.error().ToString(), session_id), 1024));
       }
       return SendApiError(res, refused);
     }
@@ -501,9 +504,14 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
     }
     return true;
   };
-  auto refuse = [this](httplib::Response& res, const Error& error, int limit_status) {
+  // `id`: the session the request names ("" for none), never logged (its digest is).
+  auto refuse = [this](httplib::Response& res, const Error& error, int limit_status,
+                       const std::string& id) {
     ApiError refused = FromSessionError(error, options_.retry_after_s, limit_status);
-    if (refused.status >= 500) logger_->warn("sessions: the engine refused: {}", error.ToString());
+    if (refused.status >= 500) {
+      logger_->warn("sessions: the engine refused: {}",
+                    LogQuoted(RedactSessionId(error.ToString(), id), 1024));
+    }
     SendApiError(res, refused);
   };
 
@@ -523,7 +531,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
                   return SendApiError(res, *refused);
                 }
                 auto info = sessions_->Create(Principal(req), request);
-                if (!info.ok()) return refuse(res, info.error(), 429);
+                if (!info.ok()) return refuse(res, info.error(), 429, "");
                 res.set_header("Location", "/v1/sessions/" + info->id);
                 SendJson(res, 201, exec::SessionInfoJson(*info));
               });
@@ -532,7 +540,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
              [this, guard, refuse](const httplib::Request& req, httplib::Response& res) {
                if (!guard(res)) return;
                auto list = sessions_->List(Principal(req));
-               if (!list.ok()) return refuse(res, list.error(), 429);
+               if (!list.ok()) return refuse(res, list.error(), 429, "");
                json sessions = json::array();
                for (const auto& info : *list) sessions.push_back(exec::SessionInfoJson(info));
                SendJson(res, 200, {{"sessions", sessions}});
@@ -543,7 +551,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
     const std::string id = req.matches[1];
     if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
     auto info = sessions_->Get(Principal(req), id);
-    if (!info.ok()) return refuse(res, info.error(), 429);
+    if (!info.ok()) return refuse(res, info.error(), 429, id);
     SendJson(res, 200, exec::SessionInfoJson(*info));
   });
 
@@ -552,7 +560,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
     const std::string id = req.matches[1];
     if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
     auto closed = sessions_->Close(Principal(req), id);
-    if (!closed.ok()) return refuse(res, closed.error(), 429);
+    if (!closed.ok()) return refuse(res, closed.error(), 429, id);
     res.status = 204;
   });
 
@@ -562,7 +570,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
     const std::string id = req.matches[1];
     if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
     auto listed = sessions_->ListFiles(Principal(req), id);
-    if (!listed.ok()) return refuse(res, listed.error(), 413);
+    if (!listed.ok()) return refuse(res, listed.error(), 413, id);
     json files = json::array();
     for (const auto& file : listed->files) files.push_back(exec::SessionFileJson(file));
     SendJson(res, 200, {{"session_id", id}, {"files", files}, {"truncated", listed->truncated}});
@@ -585,7 +593,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
           return SendApiError(res, error);
         }
         auto written = sessions_->PutFiles(Principal(req), id, {exec::InputFile{path, req.body}});
-        if (!written.ok()) return refuse(res, written.error(), 413);
+        if (!written.ok()) return refuse(res, written.error(), 413, id);
         json file = written->empty() ? json{{"path", RepairUtf8(path)}, {"size", size}}
                                      : exec::SessionFileJson(written->front());
         SendJson(res, 200, file);
@@ -598,7 +606,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
         const std::string path = req.matches[2];
         if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
         auto file = sessions_->GetFile(Principal(req), id, path);
-        if (!file.ok()) return refuse(res, file.error(), 413);
+        if (!file.ok()) return refuse(res, file.error(), 413, id);
         // The bytes were written by sandboxed code: never let a browser render them as a page of
         // this origin.
         res.set_header("Content-Disposition", Disposition(file->path.empty() ? path : file->path));
@@ -616,7 +624,7 @@ void HttpApi::RegisterSessions(httplib::Server& server) {
                   const std::string path = req.matches[2];
                   if (!IsSessionIdSyntax(id)) return SendApiError(res, UnknownSession(id));
                   auto deleted = sessions_->DeleteFile(Principal(req), id, path);
-                  if (!deleted.ok()) return refuse(res, deleted.error(), 413);
+                  if (!deleted.ok()) return refuse(res, deleted.error(), 413, id);
                   res.status = 204;
                 });
 }

@@ -70,6 +70,12 @@ std::string RepairUtf8(std::string_view bytes) {
   return out;
 }
 
+std::size_t Utf8SequenceLength(std::string_view bytes, std::size_t i) {
+  std::size_t maximal = 0;
+  bool incomplete = false;
+  return i < bytes.size() ? SequenceAt(bytes, i, maximal, incomplete) : 0;
+}
+
 bool IsValidUtf8(std::string_view bytes) {
   std::size_t i = 0;
   while (i < bytes.size()) {

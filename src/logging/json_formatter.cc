@@ -2,12 +2,14 @@
 
 #include <spdlog/details/log_msg.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "sandbox/core/log_context.h"
+#include "sandbox/core/log_safe.h"
 
 namespace sandbox::logging {
 
@@ -31,9 +33,21 @@ void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_b
       {"level", std::string(level.data(), level.size())},
       {"logger", std::string(msg.logger_name.data(), msg.logger_name.size())},
       {"thread", msg.thread_id},
-      {"msg", std::string(msg.payload.data(), msg.payload.size())}};
+      {"msg", std::string(msg.payload.data(),
+                          std::min<std::size_t>(msg.payload.size(), kLogMessageMaxBytes))}};
   if (const std::string_view id = CurrentRequestId(); !id.empty()) {
     line["request_id"] = std::string(id);
+  }
+  // A structured line's values, each a key of its own (never one of the keys above).
+  if (const LogFields* fields = CurrentLogFields(); fields != nullptr) {
+    for (const auto& field : *fields) {
+      if (line.contains(field.key)) continue;
+      if (const auto* number = std::get_if<std::int64_t>(&field.value)) {
+        line[field.key] = *number;
+      } else {
+        line[field.key] = std::get<std::string>(field.value);
+      }
+    }
   }
   const std::string text =
       line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

@@ -3,10 +3,12 @@
 #include <cstdint>
 #include <exception>
 
+#include "sandbox/core/log_safe.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/random_id.h"
 #include "sandbox/mcp/request_notifier.h"
+#include "sandbox/mcp/session_uri.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -49,6 +51,14 @@ class TaskOutbound final : public Outbound {
  private:
   Task& task_;
 };
+
+// A failed resources/read for the log: not the URI (a session file's names the session, whose id
+// the log never holds), the error with such a session's id replaced by its digest, quoted.
+std::string ResourceErrorForLog(std::string_view uri, const Error& error) {
+  std::string text = error.ToString();
+  if (auto ref = ParseSessionFileUri(uri)) text = RedactSessionId(text, ref->session_id);
+  return LogQuoted(text, 1024);
+}
 
 bool IsResourceMethod(const std::string& method) {
   return method == "resources/list" || method == "resources/templates/list" ||
@@ -138,7 +148,7 @@ std::optional<json> Dispatcher::Route(const json& value, const NotificationHandl
     }
   } catch (const std::exception& e) {
     // A library threw (e.g. a JSON type error in a path we did not validate): answer, never crash.
-    logger_->error("{} failed: {}", message.method, e.what());
+    logger_->error("{} failed: {}", LogQuoted(message.method), LogEscape(e.what(), 1024));
     if (message.kind != MessageKind::kRequest) return std::nullopt;
     return ErrorResponse(message.id, rpc_code::kInternalError,
                          std::string("internal error: ") + e.what());
@@ -161,7 +171,7 @@ void Dispatcher::HandleNotification(Session& session, const std::string& method,
   } else if (method == "notifications/cancelled") {
     if (!params.is_object() || !params.contains("requestId")) return;
     if (session.CancelRequest(params["requestId"])) {
-      logger_->info("request {} cancelled by the client", IdKey(params["requestId"]));
+      logger_->info("request {} cancelled by the client", IdForLog(params["requestId"]));
     }
   }
   // Other notifications (roots/list_changed, progress from the client, ...) need nothing.
@@ -219,8 +229,8 @@ json Dispatcher::Initialize(Session& session, const json& id, const json& params
   json result = {
       {"protocolVersion", version}, {"capabilities", capabilities}, {"serverInfo", server_info}};
   if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
-  logger_->info("session initialized: protocol {}, client {}", version,
-                DumpJson(params.value("clientInfo", json::object())));
+  logger_->info("session initialized: protocol {}, client {}", LogValue(version),
+                LogEscape(DumpJson(params.value("clientInfo", json::object())), 512, false));
   return MakeResult(id, std::move(result));
 }
 
@@ -304,7 +314,7 @@ json Dispatcher::CallTool(Session& session, const json& id, const json& params, 
   }
   suppress = session.EndRequest(id);
   if (suppress) {
-    logger_->info("tools/call {} ({}): cancelled, no response sent", IdKey(id), tool->name());
+    logger_->info("tools/call {} ({}): cancelled, no response sent", IdForLog(id), tool->name());
   }
   if (!result.ok()) {
     int code = result.error().code() == ErrorCode::kInvalidArgument ? rpc_code::kInvalidParams
@@ -476,7 +486,8 @@ json Dispatcher::HandleResources(Session& session, const std::string& method, co
     case ErrorCode::kLimit:  // e.g. a file above the download limit: this read cannot succeed
       return InvalidParams(id, read.error().message());
     default:
-      logger_->warn("resources/read {}: {}", uri_text, read.error().ToString());
+      // Not the URI: it names the session, whose id the log never holds (nor the message).
+      logger_->warn("resources/read failed: {}", ResourceErrorForLog(uri_text, read.error()));
       return ErrorResponse(id, rpc_code::kInternalError, read.error().message());
   }
 }

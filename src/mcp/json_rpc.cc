@@ -1,6 +1,7 @@
 #include "sandbox/mcp/json_rpc.h"
 
 #include "sandbox/core/json.h"
+#include "sandbox/core/log_safe.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -82,5 +83,7 @@ std::string DumpJson(const json& value) {
 }
 
 std::string IdKey(const json& id) { return DumpJson(id); }
+
+std::string IdForLog(const json& id) { return LogEscape(IdKey(id), 128); }
 
 }  // namespace sandbox::mcp

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/core/human_bytes.h"
+#include "sandbox/core/log_safe.h"
 #include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/random_id.h"
 
@@ -408,7 +409,7 @@ Result<std::shared_ptr<Task>> TaskStore::Start(const std::string& principal,
     try {
       work(*task);
     } catch (const std::exception& e) {
-      logger->error("task {}: {}", task->id(), e.what());
+      logger->error("task {}: {}", task->id(), LogEscape(e.what(), 1024));
       task->Fail({{"code", rpc_code::kInternalError}, {"message", e.what()}});
     }
     // Whatever the work did, the task ends with its run.

@@ -7,6 +7,7 @@
 
 #include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
+#include "sandbox/core/log_safe.h"
 #include "sandbox/runner/harness_source.h"
 #include "sandbox/runner/result_checks.h"
 #include "sandbox/runner/sandbox_spec.h"
@@ -27,6 +28,11 @@ json ParseFrameJson(std::string_view payload) {
 }
 
 constexpr std::size_t kStderrTailBytes = 4096;
+// The harness's stderr lines one run (or the time between two runs) may put in the server's log,
+// and the bytes of each: the harness logs the claims it refuses, and the run's code can make
+// it refuse thousands. The rest is counted into one line (CloseLogBudget).
+constexpr int kHarnessLogLines = 16;
+constexpr std::size_t kHarnessLogLineBytes = 512;
 // The final expression's repr: the harness bounds it by value_max_chars (characters, up to 4
 // bytes each, plus its marker); the server's own bound on top.
 constexpr std::size_t kMaxValueBytes =
@@ -289,8 +295,9 @@ Status HarnessSandbox::Boot(Deadline deadline, const std::atomic<bool>* cancel) 
       prepared_ = true;
       if (logger_) {
         logger_->debug("sandbox {} ready: python {}, isolation {}, run tree {}", Name(),
-                       JsonString(ready_info_, "python"), JsonString(ready_info_, "isolation"),
-                       JsonString(ready_info_, "run_tree"));
+                       LogValue(JsonString(ready_info_, "python")),
+                       LogValue(JsonString(ready_info_, "isolation")),
+                       LogValue(JsonString(ready_info_, "run_tree")));
       }
       return OkStatus();
     }
@@ -329,14 +336,34 @@ void HarnessSandbox::NoteHarnessStderr(std::string_view bytes) {
   if (stderr_tail_.size() > kStderrTailBytes) {
     stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
   }
-  // The harness's own diagnostics, line by line, for the operator.
+  // The harness's own diagnostics, line by line, for the operator, within the log budget.
   stderr_line_.append(bytes);
   std::size_t nl = 0;
   while ((nl = stderr_line_.find('\n')) != std::string::npos) {
-    if (logger_) logger_->info("sandbox {}: {}", Name(), stderr_line_.substr(0, nl));
+    if (log_budget_.lines_logged < kHarnessLogLines) {
+      ++log_budget_.lines_logged;
+      if (logger_) {
+        logger_->info(
+            "sandbox {}: {}", Name(),
+            LogQuoted(std::string_view{stderr_line_}.substr(0, nl), kHarnessLogLineBytes));
+      }
+    } else {
+      ++log_budget_.lines_held;
+      log_budget_.bytes_held += static_cast<std::int64_t>(nl + 1);
+    }
     stderr_line_.erase(0, nl + 1);
   }
   if (stderr_line_.size() > kStderrTailBytes) stderr_line_.clear();
+}
+
+void HarnessSandbox::CloseLogBudget(const std::string& what) {
+  const LogBudget spent = std::exchange(log_budget_, LogBudget{});
+  if (!logger_ || (spent.lines_held == 0 && spent.events_dropped == 0)) return;
+  logger_->warn(
+      "sandbox {}: {}: {} harness line(s) ({} bytes) not logged past the {} a run may log; {} "
+      "event(s) dropped by the server's checks{}",
+      Name(), what, spent.lines_held, spent.bytes_held, kHarnessLogLines, spent.events_dropped,
+      spent.first_drop.empty() ? std::string() : " (the first: " + spent.first_drop + ")");
 }
 
 std::string HarnessSandbox::StderrTail() const {
@@ -346,7 +373,7 @@ std::string HarnessSandbox::StderrTail() const {
 }
 
 void HarnessSandbox::MarkBroken(const std::string& why) {
-  if (!broken_ && logger_) logger_->warn("sandbox {} retired: {}", Name(), why);
+  if (!broken_ && logger_) logger_->warn("sandbox {} retired: {}", Name(), LogEscape(why));
   broken_ = true;
 }
 
@@ -361,8 +388,10 @@ bool HarnessSandbox::NoteIdleMessage(json& msg) {
     // The interpreter died between calls; the harness has already prepared a fresh one.
     session_notice_ = "the session was restarted empty since the last call (" +
                       JsonString(msg, "reason") + "); variables and files are gone";
-    if (logger_)
-      logger_->info("sandbox {}: session restarted: {}", Name(), JsonString(msg, "reason"));
+    if (logger_) {
+      logger_->info("sandbox {}: session restarted: {}", Name(),
+                    LogQuoted(JsonString(msg, "reason")));
+    }
     return true;
   }
   return false;
@@ -427,7 +456,7 @@ exec::SessionFile ParseFileEntry(const json& j) {
   exec::SessionFile f;
   f.path = JsonString(j, "path");
   f.size = JsonInt(j, "size").value_or(0);
-  f.mime_type = JsonString(j, "mime_type");
+  f.mime_type = CheckedMimeType(JsonString(j, "mime_type"));
   if (auto it = j.find("mtime"); it != j.end() && it->is_number()) {
     f.mtime_unix_s = it->get<double>();
   }
@@ -482,8 +511,7 @@ Result<exec::OutputFile> HarnessSandbox::GetFile(const std::string& path, std::i
   exec::OutputFile file;
   file.path = JsonString(*reply, "path");
   if (file.path.empty()) file.path = path;
-  file.mime_type = JsonString(*reply, "mime_type");
-  if (file.mime_type.empty()) file.mime_type = "application/octet-stream";
+  file.mime_type = CheckedMimeType(JsonString(*reply, "mime_type"));
   file.data = std::move(*data);
   file.size = static_cast<std::int64_t>(file.data.size());
   return file;
@@ -611,6 +639,17 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   if (cancel.IsCancelled()) return fail(exec::Verdict::kCancelled, "cancelled before it started");
 
   const std::string run_id = "run-" + std::to_string(++run_seq_);
+  // The lines held back since the last run are reported before this run's budget opens; this
+  // run's when it ends, however it ends.
+  CloseLogBudget("before " + run_id);
+  struct CloseBudget {
+    HarnessSandbox* sandbox;
+    std::string run_id;
+    ~CloseBudget() { sandbox->CloseLogBudget(run_id); }
+  } close_budget{this, run_id};
+  auto note_dropped = [this](const std::string& why) {
+    if (log_budget_.events_dropped++ == 0) log_budget_.first_drop = why;
+  };
   json file_list = json::array();
   for (const auto& f : files) {
     file_list.push_back({{"path", f.path}, {"content_b64", Base64Encode(f.content)}});
@@ -749,7 +788,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       if (std::cmp_greater_equal(result.images.size(), out.max_figures) || width <= 0 ||
           height <= 0 || width > out.max_figure_px || height > out.max_figure_px) {
         server_dropped_images = true;
-        if (logger_) logger_->warn("sandbox {}: dropped an image event out of bounds", Name());
+        note_dropped("an image out of bounds");
         continue;
       }
       auto data = Base64Decode(JsonString(msg, "data_b64"));
@@ -772,8 +811,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
       std::string path = JsonString(msg, "path");
       if (auto bad = ResultPathError(path); !bad.empty()) {
         server_dropped_files = true;
-        if (logger_)
-          logger_->warn("sandbox {}: dropped a file event whose path is {}", Name(), bad);
+        note_dropped("a file whose path is " + bad);
         continue;
       }
       auto data = Base64Decode(JsonString(msg, "data_b64"));
@@ -787,7 +825,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
         if (std::cmp_less(result.files.size(), out.max_files)) {
           piece_file.emplace();
           piece_file->path = path;
-          piece_file->mime_type = CutText(JsonString(msg, "mime_type"), 200);
+          piece_file->mime_type = CheckedMimeType(JsonString(msg, "mime_type"));
         }
       }
       if (!data.ok() || !offset || !piece_file || piece_file->path != path ||

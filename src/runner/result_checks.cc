@@ -101,6 +101,33 @@ std::string ResultPathError(std::string_view path, const ResultLimits& limits) {
   }
 }
 
+std::string MimeTypeError(std::string_view mime_type) {
+  constexpr std::size_t kMaxName = 127;
+  auto name_error = [](std::string_view name) -> std::string {
+    if (name.empty()) return "has an empty type or subtype";
+    if (name.size() > kMaxName) return "has a type or subtype longer than 127 bytes";
+    const auto alnum = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    };
+    if (!alnum(name.front())) return "has a type or subtype not starting with a letter or digit";
+    for (const char c : name) {
+      if (!alnum(c) && std::string_view("!#$&-^_.+").find(c) == std::string_view::npos) {
+        return "holds a character outside RFC 6838's restricted names";
+      }
+    }
+    return "";
+  };
+  const std::size_t slash = mime_type.find('/');
+  if (slash == std::string_view::npos) return "is not type/subtype";
+  if (auto bad = name_error(mime_type.substr(0, slash)); !bad.empty()) return bad;
+  return name_error(mime_type.substr(slash + 1));
+}
+
+std::string CheckedMimeType(std::string_view claimed) {
+  return MimeTypeError(claimed).empty() ? std::string(claimed)
+                                        : std::string("application/octet-stream");
+}
+
 std::string InputPathError(std::string_view path, std::string* normalized,
                            const ResultLimits& limits) {
   if (path.empty()) return "must not be empty";

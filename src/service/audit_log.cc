@@ -4,9 +4,10 @@
 
 #include <chrono>
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <variant>
 
-#include "sandbox/core/sha256.h"
+#include "sandbox/core/log_context.h"
+#include "sandbox/core/log_safe.h"
 
 namespace sandbox::service {
 namespace {
@@ -14,26 +15,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxLoggedCode = 4096;
+constexpr std::size_t kMaxLoggedReason = 1024;
 
-// Free text (an error's reason, the code) as a JSON string: quoted, escaped, invalid UTF-8
-// replaced, so nothing in it can end the line or forge a field.
-std::string Quoted(const std::string& text) {
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// The first 16 hex digits of the id's SHA-256 (the session key its container's label holds):
-// correlates a session's runs without logging the id itself.
-std::string SessionDigest(const std::string& session_id) {
-  return session_id.empty() ? std::string("-") : Sha256Hex(session_id).substr(0, 16);
+std::string Cut(const std::string& text, std::size_t max_bytes) {
+  return text.size() > max_bytes ? text.substr(0, max_bytes) : text;
 }
 
 std::int64_t MillisSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
+// The one call that writes an audit line: "run" and its fields (core/log_context.h).
+void Write(spdlog::logger& audit, const LogFields& fields) {
+  const ScopedLogFields scoped(fields);
+  audit.info("run");
+}
+
 }  // namespace
 
-std::string AuditLine(const AuditOptions& options, const std::string& principal,
+LogFields AuditFields(const AuditOptions& options, const std::string& principal,
                       const std::string& session_id, const exec::RunRequest& request,
                       const Result<exec::RunResult>& result, std::int64_t total_ms) {
   std::string pool = request.pool.empty() ? options.default_pool : request.pool;
@@ -44,32 +44,45 @@ std::string AuditLine(const AuditOptions& options, const std::string& principal,
   } else {
     mode = "session";
   }
-  std::string line = "run principal=" + (principal.empty() ? std::string("-") : principal) +
-                     " kind=" + (session_id.empty() ? "oneshot" : "session") + " pool=" + pool +
-                     " mode=" + mode;
+  // A pool named by the request may be any string (an unknown one is refused, and logged).
+  LogFields fields = {{"principal", principal.empty() ? std::string("-") : principal},
+                      {"kind", session_id.empty() ? "oneshot" : "session"},
+                      {"pool", Cut(pool, kLogValueMaxBytes)},
+                      {"mode", mode}};
+  auto add = [&fields](const char* key, std::variant<std::string, std::int64_t> value) {
+    fields.push_back({key, std::move(value)});
+  };
   if (!result.ok()) {
-    line += " refused=" + std::string(ErrorCodeName(result.error().code())) +
-            " total_ms=" + std::to_string(total_ms) + " session=" + SessionDigest(session_id) +
-            " reason=" + Quoted(result.error().message());
+    add("refused", std::string(ErrorCodeName(result.error().code())));
+    add("total_ms", total_ms);
+    add("session", SessionDigest(session_id));
+    // Errors about a session name it for its owner; the log names it by its digest.
+    add("reason", Cut(RedactSessionId(result.error().message(), session_id), kMaxLoggedReason));
   } else {
     const exec::RunResult& r = *result;
-    line += " verdict=" + std::string(exec::VerdictName(r.verdict)) +
-            " exit_code=" + std::to_string(r.exit_code) +
-            " signal=" + (r.signal ? std::to_string(*r.signal) : std::string("-")) +
-            " code_ms=" + std::to_string(r.duration_ms) + " total_ms=" + std::to_string(total_ms) +
-            " stdout_bytes=" + std::to_string(r.stdout_text.size()) +
-            " stderr_bytes=" + std::to_string(r.stderr_text.size()) +
-            " images=" + std::to_string(r.images.size()) +
-            " files=" + std::to_string(r.files.size()) +
-            " sandbox=" + (r.sandbox_id.empty() ? std::string("-") : r.sandbox_id) +
-            " session=" + SessionDigest(session_id);
+    const auto size = [](std::size_t n) { return static_cast<std::int64_t>(n); };
+    add("verdict", std::string(exec::VerdictName(r.verdict)));
+    add("exit_code", std::int64_t{r.exit_code});
+    add("signal", r.signal ? std::variant<std::string, std::int64_t>(std::int64_t{*r.signal})
+                           : std::variant<std::string, std::int64_t>(std::string("-")));
+    add("code_ms", r.duration_ms);
+    add("total_ms", total_ms);
+    add("stdout_bytes", size(r.stdout_text.size()));
+    add("stderr_bytes", size(r.stderr_text.size()));
+    add("images", size(r.images.size()));
+    add("files", size(r.files.size()));
+    add("sandbox", r.sandbox_id.empty() ? std::string("-") : r.sandbox_id);
+    add("session", SessionDigest(session_id));
   }
-  if (options.log_code) {
-    line += " code=" + Quoted(request.code.size() > kMaxLoggedCode
-                                  ? request.code.substr(0, kMaxLoggedCode)
-                                  : request.code);
-  }
-  return line;
+  if (options.log_code) add("code", Cut(request.code, kMaxLoggedCode));
+  return fields;
+}
+
+std::string AuditLine(const AuditOptions& options, const std::string& principal,
+                      const std::string& session_id, const exec::RunRequest& request,
+                      const Result<exec::RunResult>& result, std::int64_t total_ms) {
+  return "run" +
+         RenderLogFields(AuditFields(options, principal, session_id, request, result, total_ms));
 }
 
 Result<exec::RunResult> AuditedRuns::Run(const exec::RunRequest& request,
@@ -77,7 +90,7 @@ Result<exec::RunResult> AuditedRuns::Run(const exec::RunRequest& request,
                                          const exec::CancelToken& cancel) {
   const auto start = Clock::now();
   auto result = inner_.Run(request, observer, cancel);
-  audit_->info(AuditLine(options_, request.principal, "", request, result, MillisSince(start)));
+  Write(*audit_, AuditFields(options_, request.principal, "", request, result, MillisSince(start)));
   return result;
 }
 
@@ -88,7 +101,7 @@ Result<exec::RunResult> AuditedSessions::Run(const std::string& principal,
                                              const exec::CancelToken& cancel) {
   const auto start = Clock::now();
   auto result = inner().Run(principal, session_id, request, observer, cancel);
-  audit_->info(AuditLine(options_, principal, session_id, request, result, MillisSince(start)));
+  Write(*audit_, AuditFields(options_, principal, session_id, request, result, MillisSince(start)));
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "sandbox/core/log_safe.h"
 #include "sandbox/runner/sandbox_spec.h"
 #include "sandbox/service/session_record.h"
 
@@ -69,7 +70,9 @@ struct SessionManager::Session {
     lease.Reset();
     own.reset();
   }
-  std::string LogName() const { return id.empty() ? "#" + key.substr(0, 8) : id.substr(0, 8); }
+  // Its name in logs: SessionDigest(id) (core/log_safe.h), which its key begins with, so
+  // a session adopted by key alone has the same name as before the restart.
+  std::string LogName() const { return key.substr(0, 16); }
 };
 
 // Holds a session exclusively for one call: the only way to reach its sandbox. A session
@@ -220,7 +223,7 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
     auto removed = [&](const std::string& why) {
       if (logger_) {
         logger_->info("removed session container {} left by an earlier run of instance \"{}\": {}",
-                      name, config_.instance_id, why);
+                      name, config_.instance_id, LogEscape(why, 1024));
       }
     };
     auto pool_label = c.labels.find(std::string(runner::kPoolLabel));
@@ -288,7 +291,7 @@ int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
     if (logger_) {
       logger_->info(
           "adopted session container {} (session {} of \"{}\" in pool {}, created {} s ago): {}",
-          name, s->LogName(), record.principal, record.pool,
+          name, s->LogName(), LogEscape(record.principal), LogEscape(record.pool),
           (context.now_unix_ms - record.created_unix_ms) / 1000, decision.reason);
     }
   }
@@ -509,7 +512,7 @@ Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
   sessions_.emplace(session->key, session);
   ++stats_.created_total;
   if (logger_) {
-    logger_->info("session {} created for \"{}\" in pool {}", session->id.substr(0, 8), principal,
+    logger_->info("session {} created for \"{}\" in pool {}", session->LogName(), principal,
                   pool_name);
   }
   return Snapshot(*session);

@@ -296,7 +296,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
     auto c = weak_channel.lock();
     const bool behind = c && c->overflowed();
     if (auto s = weak.lock(); s && s->CancelRequest(id)) {
-      logger->info("request {}: {}; run cancelled", mcp::IdKey(id),
+      logger->info("request {}: {}; run cancelled", mcp::IdForLog(id),
                    behind ? "the client fell behind on its stream (memory.stream_queue_bytes)"
                           : "the client dropped its stream");
     }

@@ -3,11 +3,18 @@
 // The HTTP guard sets it when a request arrives and the server clears it once the answer is
 // written; code that hands a request's work to another thread (TaskGroup, the API's stream
 // thread) carries it over with ScopedRequestId. A value per thread, never configuration.
+// Structured lines (the audit line) carry their values as fields of their own beside a fixed
+// message: the text format renders them as ` key=value` after the message (LogValue: quoted and
+// escaped unless a plain token), the JSON format as keys of the line's object, so no value a
+// client chose can add a key or end the line. Set for one call with ScopedLogFields.
 // Thread-safety: each thread sees only its own value.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 namespace sandbox {
 
@@ -27,6 +34,32 @@ class ScopedRequestId {
 
  private:
   std::string previous_;
+};
+
+// One field of a structured line: the key is the server's (a fixed name, never one of the
+// formatters' own: time, level, logger, thread, msg, request_id), the value may be a client's.
+struct LogField {
+  std::string key;
+  std::variant<std::string, std::int64_t> value;
+};
+using LogFields = std::vector<LogField>;
+
+// The fields of the line this thread is writing, null when it writes a plain one.
+const LogFields* CurrentLogFields();
+
+// " key=value" for each field, in order (the text format's rendering).
+std::string RenderLogFields(const LogFields& fields);
+
+// Sets the thread's fields for its lifetime: wrap exactly one log call.
+class ScopedLogFields {
+ public:
+  explicit ScopedLogFields(const LogFields& fields);
+  ~ScopedLogFields();
+  ScopedLogFields(const ScopedLogFields&) = delete;
+  ScopedLogFields& operator=(const ScopedLogFields&) = delete;
+
+ private:
+  const LogFields* previous_;
 };
 
 }  // namespace sandbox

@@ -16,6 +16,9 @@ std::string RepairUtf8(std::string_view bytes);
 // True when `bytes` is entirely valid UTF-8.
 bool IsValidUtf8(std::string_view bytes);
 
+// The length of the valid UTF-8 sequence at bytes[i] (1-4), 0 when there is none there.
+std::size_t Utf8SequenceLength(std::string_view bytes, std::size_t i);
+
 // The length of the longest prefix of `bytes` that does not end inside an incomplete (but so far
 // valid) multi-byte sequence, so a stream cut mid-character can keep its tail for the next chunk.
 std::size_t CompleteUtf8Prefix(std::string_view bytes);

@@ -81,5 +81,8 @@ std::string DumpJson(const json& value);
 
 // A key that tells ids apart by type and value (1 -> "1", "1" -> "\"1\"").
 std::string IdKey(const json& id);
+// A client's request id for a log line: its IdKey escaped and cut at 128 bytes (an id may be a
+// string of any length).
+std::string IdForLog(const json& id);
 
 }  // namespace sandbox::mcp

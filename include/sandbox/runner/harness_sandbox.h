@@ -165,6 +165,9 @@ class HarnessSandbox final : public Sandbox {
   // The next harness frame; nullopt at end of stream. kTimeout leaves the stream usable.
   Result<std::optional<Frame>> NextFrame(docker::Deadline deadline);
   void NoteHarnessStderr(std::string_view bytes);
+  // Logs, once, what the log budget of the run (or the idle time) `what` held back: harness
+  // lines past kHarnessLogLines and the events the server dropped; then opens a fresh budget.
+  void CloseLogBudget(const std::string& what);
   std::string StderrTail() const;
   void MarkBroken(const std::string& why);
   // An `input_request` of the run behind `link`: asks the observer when the run is interactive
@@ -183,6 +186,17 @@ class HarnessSandbox final : public Sandbox {
   std::mutex write_mu_;  // the run thread, a cancelling and an answering thread all write
   std::string stderr_tail_;
   std::string stderr_line_;
+  // What one run may make the server log (docs/memory-budget.md, "Logs"): its harness lines up
+  // to a count, each cut; the rest, and every event that failed the server's checks, counted
+  // and logged in one line when the run ends (CloseLogBudget).
+  struct LogBudget {
+    int lines_logged = 0;
+    std::int64_t lines_held = 0;
+    std::int64_t bytes_held = 0;
+    std::int64_t events_dropped = 0;
+    std::string first_drop;  // why the first dropped event was dropped
+  };
+  LogBudget log_budget_;
   nlohmann::json ready_info_;
   pool::Clock::time_point created_at_;
   int run_count_ = 0;

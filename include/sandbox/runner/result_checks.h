@@ -46,6 +46,15 @@ std::string ResultPathError(std::string_view path, const ResultLimits& limits = 
 std::string InputPathError(std::string_view path, std::string* normalized = nullptr,
                            const ResultLimits& limits = kResultLimits);
 
+// Why `mime_type`, a media type a sandbox claims for a file, is not one the server passes on,
+// "" when it is: exactly `type/subtype`, each 1-127 of RFC 6838's restricted-name characters
+// (a letter or digit first, then letters, digits and !#$&-^_.+), no parameters, no space, no
+// control byte. Such a claim is safe in any listing, JSON answer, log line and HTTP header.
+std::string MimeTypeError(std::string_view mime_type);
+
+// `claimed` when MimeTypeError passes it, "application/octet-stream" otherwise (also for "").
+std::string CheckedMimeType(std::string_view claimed);
+
 // `text` cut to at most `max_bytes` at a UTF-8 boundary, ending " [... N bytes omitted]".
 std::string CutText(std::string_view text, std::size_t max_bytes);
 

@@ -1,12 +1,13 @@
 // One audit line per run, for the operator: who ran what where, and how it ended. Logged at info
-// by the logger "audit" (the server's sinks and format; with --log-format json each line is
-// one object whose msg is the line and whose request_id names the request), e.g.
+// by the logger "audit" (the server's sinks and format) as the message "run" with fields of its
+// own (core/log_context.h): in text
 //   run principal=alice kind=oneshot pool=default mode=recycle verdict=ok exit_code=0
 //   code_ms=12 total_ms=31 stdout_bytes=2 stderr_bytes=0 images=0 files=0 sandbox=3f9c0a1b2c3d
 //   session=-
-// A run refused before it reached a sandbox says `refused=<error code>` and the reason instead.
-// Never the code (unless AuditOptions::log_code, for debugging), never a token; a session is
-// named by a hash of its id, which alone does not open it but correlates its runs.
+// (a value other than a plain token quoted and escaped), with --log-format json one key each
+// beside "msg":"run". A run refused before it reached a sandbox says `refused=<error code>` and
+// the reason instead. Never the code (unless AuditOptions::log_code, for debugging), never a
+// token; a session is named by SessionDigest (core/log_safe.h), also inside the reason.
 // Thread-safety: every method from any thread.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "sandbox/core/log_context.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 
@@ -29,7 +31,12 @@ struct AuditOptions {
   bool log_code = false;                     // config log_run_code: the code, cut at 4 KiB
 };
 
-// The line for one run (exposed for tests). `session_id` is "" for a one-shot run.
+// The fields of one run's line. `session_id` is "" for a one-shot run.
+LogFields AuditFields(const AuditOptions& options, const std::string& principal,
+                      const std::string& session_id, const exec::RunRequest& request,
+                      const Result<exec::RunResult>& result, std::int64_t total_ms);
+
+// The line in the text format, after the prefix: "run" and the rendered fields (for tests).
 std::string AuditLine(const AuditOptions& options, const std::string& principal,
                       const std::string& session_id, const exec::RunRequest& request,
                       const Result<exec::RunResult>& result, std::int64_t total_ms);

@@ -10,6 +10,20 @@ from .config import PATH_BOUNDS, is_int, is_num
 from .wire import encode_json
 
 
+# A media type as the server passes it on (runner/result_checks.h, MimeTypeError): type/subtype
+# of RFC 6838's restricted names, no parameters.
+_MIME_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+_MIME_TYPE = re.compile(r"%s/%s" % (_MIME_NAME, _MIME_NAME))
+
+
+def checked_mime_type(mime):
+    """`mime` when it is a plain type/subtype, application/octet-stream otherwise: the run's
+    code can make mimetypes answer anything, CR, LF and NUL included."""
+    if isinstance(mime, str) and _MIME_TYPE.fullmatch(mime):
+        return mime
+    return "application/octet-stream"
+
+
 def result_path_error(path):
     """Why `path` is not a valid result path (a file record's, a listing's), or None. Valid: a
     relative, normalized path inside the work dir, valid UTF-8 without control characters, at
@@ -155,7 +169,8 @@ def check_reply(req, rec):
             if result_path_error(path) is not None:
                 truncated = True  # U lists only valid names: a forged entry, dropped and marked
                 continue
-            out.append({"path": path, "size": size, "mime_type": mime[:200], "mtime": mtime})
+            out.append({"path": path, "size": size, "mime_type": checked_mime_type(mime),
+                        "mtime": mtime})
         return True, {"files": out, "truncated": truncated}
     # get_file
     path, size, mime, data = res.get("path"), res.get("size"), res.get("mime_type"), res.get("data_b64")
@@ -170,4 +185,5 @@ def check_reply(req, rec):
             raise ValueError("data_b64 does not hold %d bytes" % size)
     except binascii.Error:
         raise ValueError("data_b64 is not valid base64")
-    return True, {"path": path, "size": size, "mime_type": mime[:200], "data_b64": data}
+    return True, {"path": path, "size": size, "mime_type": checked_mime_type(mime),
+                  "data_b64": data}

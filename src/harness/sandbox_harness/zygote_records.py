@@ -4,7 +4,7 @@ it is before an event goes out; and the `done` event that closes a run."""
 
 import json
 
-from .checks import bound_traceback, result_path_error
+from .checks import bound_traceback, checked_mime_type, result_path_error
 from .config import is_int
 from .osutil import log
 from .verdicts import CORRUPT_RESULTS, RUN_SIDE_FAILURE
@@ -42,6 +42,13 @@ class RunState:
         self.stdin_w = None  # U's stdin channel when the run is interactive (zygote_input)
         self.input_seq = 0  # asks sent to the server
         self.input_pending = None  # the seq of the ask not answered yet
+        self.claims_logged = 0  # refused claims of the run logged, up to CLAIMS_LOGGED
+        self.claims_unlogged = 0  # and those past it, counted into one line at `done`
+
+
+# The refused claims of one run the harness logs one by one: the run's code can make thousands,
+# and each line reaches the server's log (which bounds them again).
+CLAIMS_LOGGED = 3
 
 
 def files_overhead(cfg):
@@ -65,6 +72,13 @@ class Records:
             img["max_figures"] * (64 << 10)
         files = self.cfg["files_out"]["max_total_bytes"] * 4 // 3 + files_overhead(self.cfg)
         return (1 << 20) + images + files + self.cfg["value_max_chars"] * 8
+
+    def _log_claim(self, state, text):
+        if state.claims_logged < CLAIMS_LOGGED:
+            state.claims_logged += 1
+            log(text)
+        else:
+            state.claims_unlogged += 1
 
     def _on_status(self, state, payload):
         try:
@@ -125,8 +139,8 @@ class Records:
             message = ascii(rec.get("message"))[:2000]
             if state.started or state.code_ran_before:
                 state.claimed_failure = RUN_SIDE_FAILURE
-                log("run %r: the run process reported (after the code started, so unverified): %s"
-                    % (rid, message))
+                self._log_claim(state, "run %r: the run process reported (after the code "
+                                "started, so unverified): %s" % (rid, message))
             else:  # before the code: U is still the harness's alone
                 state.internal = "harness error in the run: %s" % message
 
@@ -152,8 +166,8 @@ class Records:
             if bad is not None:
                 state.files_truncated = True
                 state.file_piece = None
-                log("run %r: dropped a file record whose path is %s: %s"
-                    % (state.rid, bad, ascii(path)[:300]))
+                self._log_claim(state, "run %r: dropped a file record whose path is %s: %s"
+                                % (state.rid, bad, ascii(path)[:300]))
                 return
             if state.files >= fo["max_count"]:
                 state.files_truncated = True
@@ -173,9 +187,12 @@ class Records:
         state.file_bytes += n
         state.file_piece = None if last else (path, offset + n)
         self.chan.send({"ev": "file", "id": state.rid, "path": path, "offset": offset,
-                        "last": last, "mime_type": mime[:200], "data_b64": data})
+                        "last": last, "mime_type": checked_mime_type(mime),
+                        "data_b64": data})
 
     def _done_event(self, state, verdict, exit_code, sig, detail, duration_ms, session_reset=False):
+        if state.claims_unlogged:
+            log("run %r: %d more refused record(s) not logged" % (state.rid, state.claims_unlogged))
         res = state.result
         value = res.get("value")
         if not isinstance(value, str):

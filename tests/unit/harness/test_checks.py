@@ -111,7 +111,9 @@ class ReplyCheckTest(unittest.TestCase):
         lst = {"op": "list_files", "max_entries": 2}
         entry = {"path": "a", "size": 1, "mime_type": "m" * 300, "mtime": 1.5, "extra": 1}
         ok, res = checks.check_reply(lst, {"ok": True, "result": {"files": [entry], "truncated": True}})
-        self.assertEqual(res, {"files": [{"path": "a", "size": 1, "mime_type": "m" * 200,
+        # Not a type/subtype: replaced, as every claim outside the grammar.
+        self.assertEqual(res, {"files": [{"path": "a", "size": 1,
+                                          "mime_type": "application/octet-stream",
                                           "mtime": 1.5}], "truncated": True})
         for result in ({"files": [entry] * 3, "truncated": False}, {"files": [entry]},
                        {"files": [dict(entry, size=-1)], "truncated": False},
@@ -126,6 +128,13 @@ class ReplyCheckTest(unittest.TestCase):
         self.assertEqual(checks.check_reply({"op": "delete_file", "path": "a"},
                                        {"ok": True, "result": {"path": "/etc"}}),
                          (True, {"path": "a"}))
+
+    def test_checked_mime_type(self):
+        for good in ("text/plain", "application/ld+json", "a" * 127 + "/" + "b" * 127):
+            self.assertEqual(checks.checked_mime_type(good), good)
+        for bad in ("", "text", "text/plain\r\nX-Injected: 1", "text/pl\x00ain", "text/plain\n",
+                    "text/plain; charset=utf-8", " text/plain", "text/", "a" * 128 + "/b", None, 7):
+            self.assertEqual(checks.checked_mime_type(bad), "application/octet-stream", repr(bad))
 
     def test_reply_bound(self):
         self.assertGreaterEqual(checks.reply_bound({"op": "get_file", "path": "a", "max_bytes": 3 << 20}),

@@ -3,9 +3,10 @@ claim, checked before an event goes out."""
 
 import base64
 import unittest
+from unittest import mock
 
 import harness_config
-from sandbox_harness import config, verdicts
+from sandbox_harness import config, verdicts, zygote_records
 from sandbox_harness.zygote_records import Records, RunState
 
 
@@ -91,6 +92,29 @@ class RecordsTest(unittest.TestCase):
         z._on_record(s, piece("d", b"1"))  # the third
         z._on_record(s, piece("e", b""))  # past max_count
         self.assertEqual([e["path"] for e in z.events("file")], ["a", "a", "d"])
+
+    def test_forged_claims_are_logged_a_few_times_then_counted(self):
+        z = Host()
+        s = self.state(z)
+        z._on_record(s, {"t": "started"})
+        with mock.patch("sandbox_harness.zygote_records.log") as log:
+            for i in range(3000):
+                z._on_record(s, {"t": "internal", "message": "forged %d\n" % i})
+                z._on_record(s, dict(piece("../x%d" % i, b"x")))
+            self.assertEqual(log.call_count, zygote_records.CLAIMS_LOGGED)
+            self.assertNotIn("\n", "".join(c.args[0] for c in log.call_args_list))
+            z._done_event(s, "ok", 0, None, "", 5)
+            self.assertEqual(log.call_count, zygote_records.CLAIMS_LOGGED + 1)
+            self.assertIn("%d more refused record(s)" % (6000 - zygote_records.CLAIMS_LOGGED),
+                          log.call_args.args[0])
+
+    def test_a_files_mime_type_is_a_plain_type_or_octet_stream(self):
+        z = Host()
+        s = self.state(z)
+        z._on_record(s, dict(piece("a.txt", b"x"), mime_type="text/plain\r\nX-Injected: 1"))
+        z._on_record(s, dict(piece("b.csv", b"x"), mime_type="text/csv"))
+        self.assertEqual([e["mime_type"] for e in z.events("file")],
+                         ["application/octet-stream", "text/csv"])
 
     def test_corrupt_and_done(self):
         z = Host(value_max_chars=16)

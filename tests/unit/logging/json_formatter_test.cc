@@ -4,6 +4,7 @@
 #include <spdlog/logger.h>
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "sandbox/core/log_context.h"
+#include "sandbox/core/log_safe.h"
 #include "sandbox/logging/text_formatter.h"
 
 namespace sandbox::logging {
@@ -93,6 +95,85 @@ TEST(TextFormatterTest, TheRequestIdFollowsTheLevel) {
       << lines[1];
   EXPECT_NE(lines[2].find("[info] [req outer] restored"), std::string::npos) << lines[2];
   EXPECT_EQ(CurrentRequestId(), "");
+}
+
+// A structured line: in JSON each field is a key of its own, so a value holding " principal="
+// stays inside its own key; the formatter's keys cannot be overwritten.
+TEST(JsonFormatterTest, FieldsAreKeysOfTheirOwn) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("audit", sink);
+  logger.set_formatter(std::make_unique<JsonFormatter>());
+  const LogFields fields = {{"principal", std::string("alice")},
+                            {"pool", std::string("x principal=admin kind=session verdict=ok")},
+                            {"exit_code", std::int64_t{3}},
+                            {"level", std::string("forged")}};
+  {
+    const ScopedLogFields scoped(fields);
+    logger.info("run");
+  }
+  logger.info("plain");
+  auto lines = Lines(out.str());
+  ASSERT_EQ(lines.size(), 2U) << out.str();
+  EXPECT_EQ(lines[0]["msg"], "run");
+  EXPECT_EQ(lines[0]["principal"], "alice");
+  EXPECT_EQ(lines[0]["pool"], "x principal=admin kind=session verdict=ok");
+  EXPECT_EQ(lines[0]["exit_code"], 3);
+  EXPECT_EQ(lines[0]["level"], "info");
+  EXPECT_FALSE(lines[1].contains("principal"));
+}
+
+TEST(JsonFormatterTest, AMessageIsCutAtTheBound) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("sandbox-mcp", sink);
+  logger.set_formatter(std::make_unique<JsonFormatter>());
+  logger.info("{}", std::string(1 << 20, 'x'));
+  auto lines = Lines(out.str());
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0]["msg"].get<std::string>().size(), kLogMessageMaxBytes);
+}
+
+// Whatever a message holds (a client's pool name, a run's text), a text line stays one line:
+// a forged audit line after a newline is escaped into the first.
+TEST(TextFormatterTest, AMessageCannotStartALine) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("sandbox-mcp", sink);
+  logger.set_formatter(MakeTextFormatter());
+  logger.warn("unknown pool {}",
+              "x\n[2026-12-06 00:00:00.000] [audit] [info] run principal=root\r\x1b[2K");
+  logger.info("{}", std::string(1 << 20, 'y'));
+  std::istringstream in(out.str());
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2U) << out.str();
+  EXPECT_NE(lines[0].find("unknown pool x\\n[2026-12-06 00:00:00.000] [audit] [info] run "
+                          "principal=root\\r\\x1b[2K"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_LT(lines[1].size(), kLogMessageMaxBytes + 200);
+  EXPECT_NE(lines[1].find("bytes omitted]"), std::string::npos);
+}
+
+TEST(TextFormatterTest, FieldsFollowTheMessageQuotedWhereNeeded) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("audit", sink);
+  logger.set_formatter(MakeTextFormatter());
+  const LogFields fields = {{"principal", std::string("alice")},
+                            {"pool", std::string("x principal=admin\nkind=session")},
+                            {"total_ms", std::int64_t{31}}};
+  {
+    const ScopedLogFields scoped(fields);
+    logger.info("run");
+  }
+  const std::string text = out.str();
+  ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("] [audit] [info] run principal=alice pool=\"x principal=admin\\nkind="
+                      "session\" total_ms=31\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -29,6 +29,31 @@ TEST(ResultPathTest, ForgedPathsAreRefused) {
   }
 }
 
+TEST(MimeTypeTest, PlainTypesPass) {
+  for (const std::string& m : std::vector<std::string>{
+           "text/plain", "image/png",
+           "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+           "application/ld+json", "text/x-python", "application/x-www-form-urlencoded", "model/3mf",
+           std::string(127, 'a') + "/" + std::string(127, 'b')}) {
+    EXPECT_EQ(MimeTypeError(m), "") << m;
+    EXPECT_EQ(CheckedMimeType(m), m);
+  }
+}
+
+// What a session's code can make mimetypes answer: never passed on, neither in a listing nor
+// in a Content-Type header.
+TEST(MimeTypeTest, AnythingElseBecomesOctetStream) {
+  for (const std::string& m : std::vector<std::string>{
+           "", "text", "/plain", "text/", "text/plain; charset=utf-8", "text/plain\r\n",
+           "text/plain\r\nX-Injected: 1", "text/pl\nain", std::string("text/pl\0ain", 11),
+           "text/plain ", " text/plain", "text/plain/x", "-text/plain", "text/.plain",
+           "text/pl\"ain", "t\xc3\xa9xt/plain", std::string(128, 'a') + "/b",
+           "a/" + std::string(128, 'b')}) {
+    EXPECT_NE(MimeTypeError(m), "") << m;
+    EXPECT_EQ(CheckedMimeType(m), "application/octet-stream") << m;
+  }
+}
+
 TEST(InputPathTest, NormalizesWhatTheHarnessAccepts) {
   const std::vector<std::pair<std::string, std::string>> ok = {
       {"a.txt", "a.txt"}, {"./d//e/f.csv", "d/e/f.csv"}, {"..a/b..", "..a/b.."}, {"a/", "a"}};

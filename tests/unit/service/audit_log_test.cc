@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <variant>
+
+#include "sandbox/core/log_safe.h"
+
 namespace sandbox::service {
 namespace {
 
@@ -67,6 +72,40 @@ TEST(AuditLogTest, SessionsAreNamedByADigestNotTheirId) {
   EXPECT_THAT(AuditLine(Options(), "bob", id, Request(), Finished(), 1), HasSubstr(digest));
   EXPECT_THAT(AuditLine(Options(), "bob", id + "x", Request(), Finished(), 1),
               Not(HasSubstr(digest)));
+}
+
+// A pool name is the client's: it cannot end the line nor add a field in text, and is one key's
+// value in JSON (the fields themselves).
+TEST(AuditLogTest, AClientsPoolNameCannotForgeAFieldOrALine) {
+  exec::RunRequest request = Request();
+  request.pool = "x principal=admin kind=session verdict=ok\n[audit] run principal=root";
+  Result<exec::RunResult> refused = Error(ErrorCode::kNotFound, "unknown pool");
+  const std::string line = AuditLine(Options(), "alice", "", request, refused, 1);
+  EXPECT_THAT(line, HasSubstr(" pool=\"x principal=admin kind=session verdict=ok\\n[audit] run "
+                              "principal=root\" mode=- "));
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const LogFields fields = AuditFields(Options(), "alice", "", request, refused, 1);
+  int principals = 0;
+  for (const auto& field : fields) {
+    if (field.key == "principal") {
+      ++principals;
+      EXPECT_EQ(std::get<std::string>(field.value), "alice");
+    }
+    if (field.key == "pool") {
+      EXPECT_EQ(std::get<std::string>(field.value), request.pool);
+    }
+  }
+  EXPECT_EQ(principals, 1);
+}
+
+// A refusal about a session names it to its owner; the audit line by its digest only.
+TEST(AuditLogTest, ARefusalsReasonNamesTheSessionByItsDigest) {
+  const std::string id = "S3cr3tSessionId0123456789abcdef";
+  Result<exec::RunResult> busy =
+      Error(ErrorCode::kBusy, "session " + id + " is still running another call");
+  const std::string line = AuditLine(Options(), "bob", id, Request(), busy, 5);
+  EXPECT_THAT(line, Not(HasSubstr(id)));
+  EXPECT_THAT(line, HasSubstr("reason=\"session session#" + SessionDigest(id) + " is still"));
 }
 
 TEST(AuditLogTest, CodeOnlyWhenAskedForAndCut) {

@@ -1,0 +1,164 @@
+// Memory-pressure workloads of the soak (issue 34, docs/memory-budget.md): answers at their
+// byte bounds, a reader that stalls, and task results kept after their request. Each checks the
+// bound it exercises and returns the verdict it observed; the soak's RSS check then shows that
+// the server stays flat under them.
+import http from 'node:http';
+import { deadline, sleep } from '../e2e/lib/server.mjs';
+
+// Bounds small enough that every cycle reaches them.
+export const PRESSURE_CONFIG = {
+  output: { max_figure_bytes: 1 << 20, max_figures_bytes: 2 << 20 },
+  tasks: { max_result_bytes: 32 << 20, max_result_bytes_per_principal: 16 << 20 },
+  memory: { stream_queue_bytes: 1 << 20 },
+};
+
+// The soak's own check (a failed one is a CheckFailed), set by pressureWorkloads.
+let check = () => {};
+
+// An answer's bytes as the client received them (the SDK hands over the parsed result).
+const answerBytes = (result) => Buffer.byteLength(JSON.stringify(result));
+
+// The legacy /sse stream, read until its endpoint event and never again: the socket's receive
+// window fills, and the server's queue for it is all that can grow. Resolves with the messages
+// URL, a promise that settles when the server ends the stream, and close().
+function stalledSse(baseUrl) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${baseUrl}/sse`, { agent: false, headers: { Accept: 'text/event-stream' } }, (res) => {
+      let buffered = '';
+      const ended = new Promise((done) => {
+        res.on('end', () => done('end'));
+        res.on('close', () => done('close'));
+        res.on('error', () => done('error'));
+      });
+      const onData = (chunk) => {
+        buffered += chunk;
+        const m = /event: endpoint\r?\ndata: (\S+)/.exec(buffered);
+        if (!m) return;
+        res.off('data', onData);
+        res.pause();
+        resolve({ messagesUrl: new URL(m[1], baseUrl).href, ended, close: () => req.destroy() });
+      };
+      res.on('data', onData);
+    });
+    req.on('error', reject);
+  });
+}
+
+function post(url, body) {
+  return new Promise((resolve) => {
+    const req = http.request(url, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
+// One 2026-07-28 request with the tasks extension; resolves with the JSON-RPC answer.
+let nextId = 1;
+async function rpc2026(mcpUrl, method, params, name) {
+  const id = nextId++;
+  const res = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method, 'Mcp-Name': name },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+      'io.modelcontextprotocol/clientInfo': { name: 'soak-tasks', version: '1.0.0' } } } }),
+  });
+  const text = await res.text();
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return JSON.parse(text);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('data: ')) continue;
+    const message = JSON.parse(line.slice(6));
+    if (message.id === id) return message;
+  }
+  throw new Error(`the stream of ${method} ended without an answer`);
+}
+
+export function pressureWorkloads({ call, expectVerdict, check: soakCheck }) {
+  check = soakCheck;
+  return {
+    // Two noise figures: one within max_figure_bytes (kept), one far over it (dropped).
+    async bigplot(client, n) {
+      const code = [
+        'import numpy as np', 'import matplotlib.pyplot as plt',
+        `rng = np.random.default_rng(${n})`,
+        'for side in (300, 1500):',
+        '    fig = plt.figure(figsize=(side / 100, side / 100), dpi=100)',
+        '    fig.figimage(rng.integers(0, 255, (side, side, 3), dtype=np.uint8))',
+        '    plt.show()',
+      ].join('\n');
+      const r = await call(client, 'run_python', { code, output_bytes: 1024 });
+      expectVerdict(r, 'ok');
+      check(r.structuredContent.images_truncated === true, 'images_truncated not set with a 1500 px noise figure');
+      const blocks = r.content.filter((c) => c.type === 'image');
+      check(blocks.length === 1, `${blocks.length} image blocks, expected the small figure only`);
+      const png = Buffer.from(blocks[0].data, 'base64').length;
+      check(png <= PRESSURE_CONFIG.output.max_figure_bytes, `a figure of ${png} bytes passed max_figure_bytes`);
+      // The figures' bound in base64, twice over for everything else in the answer.
+      const bound = 2 * Math.ceil((PRESSURE_CONFIG.output.max_figures_bytes * 4) / 3);
+      check(answerBytes(r) <= bound, `answer of ${answerBytes(r)} bytes, above ${bound}`);
+      return 'ok';
+    },
+
+    // Output made of control bytes (six characters each when JSON escapes them naively).
+    async ctrlflood(client) {
+      const limit = 256 << 10;
+      const code = `import sys\nsys.stdout.write('\\x01' * ${limit - 1024})`;
+      const r = await call(client, 'run_python', { code, output_bytes: limit });
+      expectVerdict(r, 'ok');
+      // docs/memory-budget.md: an answer's output is bounded as sent, escapes included.
+      const bound = 2 * limit + (64 << 10);
+      check(answerBytes(r) <= bound, `answer of ${answerBytes(r)} bytes for ${limit} bytes of output, above ${bound}`);
+      return 'ok';
+    },
+
+    // A legacy SSE reader that stops reading while requests keep answering into its stream:
+    // the server drops it once its queue passes memory.stream_queue_bytes.
+    async stalled(_client, n, baseUrl) {
+      const sse = await stalledSse(baseUrl);
+      try {
+        const id = `soak-${n}-${'i'.repeat(256 << 10)}`;
+        let dropped = false;
+        sse.ended.then(() => (dropped = true));
+        for (let i = 0; i < 64 && !dropped; i += 1) {
+          const status = await post(sse.messagesUrl, JSON.stringify({ jsonrpc: '2.0', id: `${id}-${i}`, method: 'ping' }));
+          if (status !== 202) break; // refused once the stream is gone
+        }
+        const how = await Promise.race([sse.ended, deadline(60_000, 'timeout')]);
+        check(how !== 'timeout', 'a stalled /sse reader was not dropped within 60 s of 16 MiB owed');
+        return 'dropped';
+      } finally {
+        sse.close();
+      }
+    },
+
+    // A task with 4 MiB of output, polled to its end and left to be kept (or evicted) by the
+    // server within tasks.max_result_bytes_per_principal.
+    async task(_client, n, baseUrl) {
+      const mcpUrl = `${baseUrl}/mcp`;
+      const size = 4 << 20;
+      const code = `import sys\nsys.stdout.write('${n % 10}' * ${size})`;
+      const created = await rpc2026(mcpUrl, 'tools/call', { name: 'run_python', arguments: { code, output_bytes: 8 << 20 } }, 'run_python');
+      const taskId = created.result?.taskId;
+      check(created.result?.resultType === 'task' && taskId, `not a task: ${JSON.stringify(created).slice(0, 300)}`);
+      for (const until = Date.now() + 120_000; Date.now() < until; await sleep(250)) {
+        const got = await rpc2026(mcpUrl, 'tasks/get', { taskId }, taskId);
+        check(got.result, `tasks/get: ${JSON.stringify(got).slice(0, 300)}`);
+        if (got.result.status === 'working') continue;
+        check(got.result.status === 'completed', `task ${got.result.status}: ${JSON.stringify(got.result).slice(0, 300)}`);
+        const out = got.result.result?.structuredContent?.stdout ?? '';
+        check(out.length === size, `task stdout of ${out.length} bytes, expected ${size}`);
+        return 'ok';
+      }
+      check(false, 'the task did not end within 120 s');
+      return 'failed';
+    },
+  };
+}
+
+export const PRESSURE_EXPECTED = { bigplot: 'ok', ctrlflood: 'ok', stalled: 'dropped', task: 'ok' };
+export const PRESSURE_WEIGHTS = { bigplot: 1, ctrlflood: 1, stalled: 1, task: 1 };
