@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "sandbox/core/error.h"
 #include "sandbox/http/request_head.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/http/worker_pool.h"
@@ -129,7 +129,7 @@ Result<std::unique_ptr<InternalSocket>> InternalSocket::Bind(httplib::Server& se
   // mkdtemp creates the directory 0700: nobody else can reach what is inside.
   if (::mkdtemp(name.data()) == nullptr) {
     return Error(ErrorCode::kUnavailable, "cannot create the internal socket's directory under " +
-                                              parent + ": " + std::strerror(errno));
+                                              parent + ": " + ErrnoText(errno));
   }
   std::unique_ptr<InternalSocket> socket(new InternalSocket(name.data()));
   if (socket->path_.size() >= sizeof(sockaddr_un::sun_path)) {
@@ -147,20 +147,20 @@ Result<std::unique_ptr<InternalSocket>> InternalSocket::Bind(httplib::Server& se
   const bool bound = server.bind_to_port(socket->path_, 80);
   server.set_socket_options([](int) {});
   if (!bound || *bound_fd < 0) {
-    return Error(ErrorCode::kUnavailable, "cannot listen on the internal socket " + socket->path_ +
-                                              ": " + std::strerror(errno));
+    return Error(ErrorCode::kUnavailable,
+                 "cannot listen on the internal socket " + socket->path_ + ": " + ErrnoText(errno));
   }
   socket->bound_ = true;
   // The directory already keeps others out; the socket's own mode says so too.
   if (::chmod(socket->path_.c_str(), S_IRUSR | S_IWUSR) != 0 || ::listen(*bound_fd, backlog) != 0) {
-    return Error(ErrorCode::kUnavailable, "cannot set up the internal socket " + socket->path_ +
-                                              ": " + std::strerror(errno));
+    return Error(ErrorCode::kUnavailable,
+                 "cannot set up the internal socket " + socket->path_ + ": " + ErrnoText(errno));
   }
   return socket;
 }
 
 std::string InternalSocketParent() {
-  const char* tmpdir = std::getenv("TMPDIR");
+  const char* tmpdir = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): nobody sets it
   if (tmpdir != nullptr && tmpdir[0] == '/') return tmpdir;
   return "/tmp";
 }
