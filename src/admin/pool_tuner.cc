@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -164,11 +165,15 @@ Result<json> PoolTuner::Patch(const std::string& pool, const json& change, const
   auto before = pools_.Settings(pool);
   if (!before) return UnknownPool(pool);
   service::PoolSettings next = *before;
-  SANDBOX_RETURN_IF_ERROR(ReadInt(change, "min_idle", config::kMaxPoolTotal, next.sizes.min_idle));
-  SANDBOX_RETURN_IF_ERROR(
-      ReadInt(change, "max_total", config::kMaxPoolTotal, next.sizes.max_total));
-  SANDBOX_RETURN_IF_ERROR(ReadInt(change, "max_concurrent_starts", config::kMaxConcurrentStarts,
-                                  next.sizes.max_concurrent_starts));
+  for (const auto& [key, bound, out] :
+       {std::tuple{"min_idle", config::kMaxPoolTotal, &next.sizes.min_idle},
+        std::tuple{"max_total", config::kMaxPoolTotal, &next.sizes.max_total},
+        std::tuple{"max_concurrent_starts", config::kMaxConcurrentStarts,
+                   &next.sizes.max_concurrent_starts}}) {
+    if (auto status = ReadInt(change, key, bound, *out); !status.ok()) {
+      return Reworded(status.error(), pool);
+    }
+  }
   if (auto it = change.find("limits"); it != change.end()) {
     if (auto status = config::ApplyLimitsJson(*it, "limits", next.limits); !status.ok()) {
       return Reworded(status.error(), pool);
