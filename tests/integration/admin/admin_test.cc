@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -318,6 +319,9 @@ TEST_F(AdminIntegrationTest, SizesPastTheirBoundsAreRefusedAndStartThreadsAreGiv
   EXPECT_TRUE(WaitFor([&] { return Threads(server_->pid()) <= before + 4; }, seconds(60)))
       << before << " threads before, " << high << " at 64 starts, " << Threads(server_->pid())
       << " after lowering to 2";
+
+  std::cout << "server threads: " << before << " at 2 starts, " << high << " at 64, "
+            << Threads(server_->pid()) << " back at 2\n";
 
   // The file takes the same bound on SIGHUP: refused, logged with the key, value and bound.
   server_->WriteRawConfig(R"({"instance_id": ")" + instance_ + R"(", "server": {"token": ")" +
