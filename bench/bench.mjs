@@ -787,7 +787,7 @@ function render() {
     else p(`| ${r.kind} | ${r.label} | ${r.n} | ${fmtMs(r.p50)} | ${fmtMs(r.p90)} | ${fmtMs(r.p99)} | ${r.inner === undefined ? '' : fmtMs(r.inner)} | ${r.errors} |`);
   }
   p();
-  p('"in harness" = the run\'s own `duration_ms` (request reaching the zygote -> end of the run); the rest is the server, the Docker attach stream, HTTP and any wait for the sandbox (see the README on back-to-back requests).');
+  p('"in harness" = the run\'s own `duration_ms` (request reaching the zygote -> end of the run); the rest is the server, the Docker attach stream, HTTP and any wait for the sandbox (see docs/benchmarks.md on back-to-back requests).');
   if (results.backToBack) {
     const b = results.backToBack;
     p();

@@ -12,8 +12,8 @@
 # --tag with --packages and/or --pip: then builds IMAGE FROM the sandbox image (images/packages)
 #   with those Debian packages (from the Debian mirror: works offline) and pip packages (need
 #   PyPI). A pool uses it with "image": IMAGE and the same "packages" / "pip_packages"; the
-#   server checks the image's labels against them at start-up (README "Images with extra
-#   packages").
+#   server checks the image's labels against them at start-up (docs/images.md, "Images
+#   with extra packages").
 #
 # The image carries the label io.sandbox-mcp.source-hash: a hash of images/sandbox and this
 # script plus the mode, so it is rebuilt only when those change; an image with packages carries

@@ -56,7 +56,7 @@ conf.setdefault("runtimes", {})["runsc"] = {"path": "/usr/bin/runsc", "runtimeAr
 json.dump(conf, open(path, "w"), indent=2)
 PY
   else
-    # --network=none: runsc refuses to start containers here without it (see the README).
+    # --network=none: runsc refuses to start containers here without it (see docs/security.md).
     echo '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}' |
       as_root tee "$conf" >/dev/null
   fi

@@ -97,7 +97,7 @@ Runs untrusted Python for MCP clients in locked-down, pre-warmed Docker containe
 
   --listen HOST:PORT  HTTP address (default 127.0.0.1:8080); beyond loopback a token is required
   --stdio             speak MCP over stdin/stdout instead of HTTP
-  --config FILE       JSON configuration (see README, "Configuration")
+  --config FILE       JSON configuration (see docs/configuration.md)
   --log-level LEVEL   trace, debug, info (default), warn, error, off
   --log-format FORMAT text (default) or json: one JSON object per log line
   --instance-id ID    label of this server's containers (default "default"); a server

@@ -138,6 +138,14 @@ Status ApplySessions(const json& doc, const std::string& path, SessionConfig& se
   return r.RejectUnknown();
 }
 
+Status ApplyMemory(const json& doc, const std::string& path, MemoryConfig& memory) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("inflight_bytes", memory.inflight_bytes));
+  SANDBOX_RETURN_IF_ERROR(r.Read("inflight_wait_ms", memory.inflight_wait));
+  return r.RejectUnknown();
+}
+
 Status ApplyTasks(const json& doc, const std::string& path, TasksConfig& tasks) {
   ObjectReader r(doc, path);
   SANDBOX_RETURN_IF_ERROR(r.Check());
@@ -227,6 +235,9 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject(
       "tasks", [&](const json& v, const std::string& p) { return ApplyTasks(v, p, base.tasks); }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("memory", [&](const json& v, const std::string& p) {
+    return ApplyMemory(v, p, base.memory);
+  }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("per_principal", [&](const json& v, const std::string& p) {
     return ApplyPerPrincipal(v, p, base.per_principal);
   }));

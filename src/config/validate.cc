@@ -1,4 +1,5 @@
 // Validate(): every check of a Config before anything starts, each refusal naming the field.
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -204,6 +205,17 @@ Status Validate(const Config& config, const HostLimits& host) {
   }
   if (t.live_output_bytes < 1024)
     return Invalid("tasks.live_output_bytes", "must be at least 1024");
+  const auto& m = config.memory;
+  // At least 64 MiB, and room for one request body of the largest size accepted.
+  if (m.inflight_bytes != 0 &&
+      (m.inflight_bytes < (64LL << 20) || m.inflight_bytes < config.server.max_body_bytes)) {
+    return Invalid("memory.inflight_bytes",
+                   "must be 0 (derived from the machine) or at least 64 MiB and "
+                   "server.max_body_bytes");
+  }
+  if (m.inflight_wait.count() < 0 || m.inflight_wait > std::chrono::minutes(5)) {
+    return Invalid("memory.inflight_wait_ms", "must be between 0 and 300000");
+  }
   const auto& o = config.output;
   if (o.max_figures < 0) return Invalid("output.max_figures", "must not be negative");
   if (o.max_figure_px < 16) return Invalid("output.max_figure_px", "must be at least 16");
@@ -289,6 +301,16 @@ Status ValidateAutoscale(const AutoscaleConfig& a, int max_total, const std::str
     return Invalid(at + ".window_s", "must be 1-86400");
   }
   return OkStatus();
+}
+
+std::int64_t InflightBytes(const Config& config, std::int64_t machine_bytes) {
+  if (config.memory.inflight_bytes > 0) return config.memory.inflight_bytes;
+  constexpr std::int64_t kFloor = 256LL << 20;
+  constexpr std::int64_t kCeiling = 8LL << 30;
+  // A quarter leaves the rest to the process itself, the kernel and, on a shared host, the
+  // sandboxes; the ceiling because past it an answer's size, not memory, is the limit.
+  const std::int64_t derived = std::clamp(machine_bytes / 4, kFloor, kCeiling);
+  return std::max(derived, config.server.max_body_bytes);
 }
 
 }  // namespace sandbox::config

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sandbox/core/human_bytes.h"
 #include "sandbox/core/result.h"
 
 namespace sandbox::mcp::detail {
@@ -44,8 +45,7 @@ nlohmann::json ToolError(const std::string& text);
 // A CallToolResult with one text block and structuredContent.
 nlohmann::json ToolSuccess(const std::string& text, nlohmann::json structured);
 
-// "512 bytes", "1.5 KiB", "16.0 MiB".
-std::string HumanBytes(std::int64_t bytes);
+using sandbox::HumanBytes;  // core/human_bytes.h
 // "45 s", "12 min", "3.5 h".
 std::string HumanSeconds(double seconds);
 // A configured duration, exact and readable: "90 s", "900 s (15 min)".

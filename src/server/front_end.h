@@ -10,6 +10,7 @@
 #include "sandbox/admin/config_reload.h"
 #include "sandbox/admin/pool_tuner.h"
 #include "sandbox/config/config.h"
+#include "sandbox/core/byte_budget.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
@@ -27,6 +28,8 @@ struct FrontEnd {
   mcp::Dispatcher& dispatcher;
   admin::PoolTuner& tuner;  // the admin API and SIGHUP change the pools through it
   metrics::Metrics& metrics;
+  // Bytes held for clients at once (memory.inflight_bytes, docs/memory-budget.md).
+  ByteBudget& inflight;
   admin::ConfigReloader::Loader load_config;  // SIGHUP reads the configuration again with it
   const SignalWaiter& signals;
   std::shared_ptr<spdlog::logger> logger;

@@ -11,6 +11,9 @@
 #include "mcp_setup.h"
 #include "sandbox/admin/pool_tuner.h"
 #include "sandbox/config/config.h"
+#include "sandbox/core/byte_budget.h"
+#include "sandbox/core/human_bytes.h"
+#include "sandbox/core/machine_memory.h"
 #include "sandbox/core/memory_trim.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/session_service.h"
@@ -76,8 +79,8 @@ int Run(const Invocation& invocation) {
   sweep.self = *self;
   sweep.engine_local = config.docker.host.rfind("unix://", 0) == 0;
   sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
-  // Session containers of an earlier run are adopted below rather than removed (README,
-  // "Upgrades keep sessions").
+  // Session containers of an earlier run are adopted below rather than removed
+  // (docs/architecture.md, "Upgrades keep sessions").
   sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
   auto leftovers = sandbox::service::SweepLeftovers(
       **client, sweep, sandbox::service::SystemOwnerProbe(**client), logger);
@@ -116,6 +119,11 @@ int Run(const Invocation& invocation) {
           : "stopped; all sandbox containers removed";
   auto shutdown_engine = [&] { (*engine)->Shutdown(); };
 
+  // Every byte held for a client comes out of this one budget (docs/memory-budget.md).
+  const std::int64_t machine_bytes = MachineMemoryBytes();
+  ByteBudget inflight(config::InflightBytes(config, machine_bytes));
+  logger->info("in-flight byte budget {} (memory.inflight_bytes; machine memory {})",
+               HumanBytes(inflight.capacity()), HumanBytes(machine_bytes));
   // Freed result buffers go back to the kernel, so one large result leaves no lasting growth.
   MemoryTrimmer trimmer;
   ServedRuns served(config, service, sessions, metrics, logger);
@@ -130,6 +138,7 @@ int Run(const Invocation& invocation) {
                        .dispatcher = dispatcher,
                        .tuner = tuner,
                        .metrics = metrics,
+                       .inflight = inflight,
                        .load_config = [&invocation] { return invocation.Reload(); },
                        .signals = signals,
                        .logger = logger};

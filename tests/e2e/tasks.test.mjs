@@ -1,4 +1,4 @@
-// MCP tasks (io.modelcontextprotocol/tasks, 2026-07-28) over plain HTTP, as the README's curl
+// MCP tasks (io.modelcontextprotocol/tasks, 2026-07-28) over plain HTTP, as docs/mcp.md's curl
 // walk-through does it, against real containers: a run that becomes a task outlives the stream
 // that started it (the client drops the stream at once), shows its output while it runs, and
 // hands over its full result when done; tasks/cancel kills a run (the pool's only sandbox then

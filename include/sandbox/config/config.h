@@ -229,10 +229,23 @@ struct TasksConfig {
   bool operator==(const TasksConfig&) const = default;
 };
 
+// What the server holds for clients at once (docs/memory-budget.md).
+struct MemoryConfig {
+  // Bytes held for clients at once: request bodies being read, answers being built and sent,
+  // stream queues. 0: derived at start-up from the machine (InflightBytes below).
+  std::int64_t inflight_bytes = 0;
+  // A request whose bytes do not fit waits this long for others to give bytes back, then is
+  // refused with an error that names memory.inflight_bytes.
+  std::chrono::milliseconds inflight_wait{5000};
+
+  bool operator==(const MemoryConfig&) const = default;
+};
+
 struct Config {
   ServerConfig server;
   SessionConfig sessions;
   TasksConfig tasks;
+  MemoryConfig memory;
   PrincipalLimits per_principal;
   DockerConfig docker;
   PolicyConfig policy;
@@ -279,6 +292,11 @@ int PrincipalCount(const Config& config);
 // and the whole bound while there is only one principal (there is nobody it could starve).
 int StreamsPerPrincipal(const Config& config);
 int McpSessionsPerPrincipal(const Config& config);
+
+// memory.inflight_bytes in effect: the configured value, or when it is 0 a quarter of
+// `machine_bytes` (core/machine_memory.h) between 256 MiB and 8 GiB (256 MiB when the machine's
+// memory is unknown).
+std::int64_t InflightBytes(const Config& config, std::int64_t machine_bytes);
 
 // Checks every field; the first problem found is returned with the field's name. The upper
 // bounds (bounds.h) include the thread budget of `host`; the default, an unknown host, applies

@@ -40,7 +40,7 @@ class Session {
   nlohmann::json client_info() const;
 
   // The level the client set with logging/setLevel; unset means it never asked for logs, and
-  // then the server sends none (see README, "MCP tools").
+  // then the server sends none (see docs/mcp.md, "run_python").
   std::optional<LogLevel> log_level() const;
   void SetLogLevel(LogLevel level);
 

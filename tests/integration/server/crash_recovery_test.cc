@@ -160,7 +160,7 @@ TEST(CrashRecoveryTest, UnlabelledContainersSweptOnlyWhenStopped) {
       << "a running container of an older version (maybe a live server's) was removed";
 }
 
-// What the README's client configurations do: a second server with the same (default)
+// What the client configurations of docs/mcp.md do: a second server with the same (default)
 // instance id starts while one serves. The first one's sandboxes and sessions must survive,
 // for a second HTTP server and for a stdio one.
 TEST(CrashRecoveryTest, SecondServerOfTheInstanceLeavesTheFirstAlone) {

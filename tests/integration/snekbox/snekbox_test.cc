@@ -2,8 +2,8 @@
 // tests (tests/test_integration.py, tests/test_nsjail.py, tests/api/test_eval.py), restated in
 // this project's words and sent to POST /eval of a pool configured like Snekbox: 6 s, 70 MiB,
 // 15 pids, 48 MiB of files, 1,000,000 characters of output, 100 files. Where this server answers
-// differently on purpose, the case asserts this server's answer and is marked DEVIATION; README
-// "Migrating from Snekbox" lists each with its reason.
+// differently on purpose, the case asserts this server's answer and is marked DEVIATION;
+// docs/snekbox.md lists each with its reason.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -54,7 +54,7 @@ class SnekboxTest : public ::testing::Test {
           pool.limits.fsize_bytes = kFiles;
           pool.limits.output_bytes = 1000000;
           // The interpreters python-discord's bot asks for, served by this image's one
-          // (README: an image with several interpreters gets one pool per interpreter).
+          // (docs/snekbox.md: an image with several interpreters gets one pool per interpreter).
           pool.executables = {"/snekbin/python/3.13/bin/python", "/snekbin/python/3.14/bin/python",
                               "/snekbin/python/3.14t/bin/python",
                               "/snekbin/python/3.14j/bin/python"};

@@ -577,3 +577,35 @@ TEST(ConfigTest, InteractiveInputIsAPoolBoolOffByDefault) {
 
 }  // namespace
 }  // namespace sandbox::config
+
+namespace sandbox::config {
+namespace {
+
+TEST(MemoryConfigTest, InflightBytesDerivedFromTheMachineWithinBounds) {
+  Config config;
+  EXPECT_EQ(InflightBytes(config, 24LL << 30), 6LL << 30);
+  EXPECT_EQ(InflightBytes(config, 0), 256LL << 20);          // unknown machine: the floor
+  EXPECT_EQ(InflightBytes(config, 512LL << 30), 8LL << 30);  // the ceiling
+  config.memory.inflight_bytes = 100LL << 20;
+  EXPECT_EQ(InflightBytes(config, 24LL << 30), 100LL << 20);
+}
+
+TEST(MemoryConfigTest, InflightBytesIsValidated) {
+  Config config;
+  config.memory.inflight_bytes = 1LL << 20;
+  auto status = Validate(config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("memory.inflight_bytes"), std::string::npos);
+  config.memory.inflight_bytes = 64LL << 20;
+  EXPECT_TRUE(Validate(config).ok());
+  auto doc = nlohmann::json::parse(
+      R"({"memory": {"inflight_bytes": 134217728, "inflight_wait_ms": 100}})");
+  auto applied = ApplyJson(Config{}, doc);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->memory.inflight_bytes, 128LL << 20);
+  EXPECT_EQ(applied->memory.inflight_wait.count(), 100);
+  EXPECT_FALSE(ApplyJson(Config{}, nlohmann::json::parse(R"({"memory": {"bogus": 1}})")).ok());
+}
+
+}  // namespace
+}  // namespace sandbox::config
