@@ -67,7 +67,7 @@ ReloadOutcome ConfigReloader::Reload() {
   ReloadOutcome outcome;
   auto next = load_();
   if (next.ok()) {
-    if (auto valid = config::Validate(*next); !valid.ok()) {
+    if (auto valid = config::Validate(*next, tuner_.host()); !valid.ok()) {
       outcome.error = valid.error().message();
     } else {
       outcome = Apply(*next);

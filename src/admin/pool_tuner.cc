@@ -1,6 +1,10 @@
 #include "sandbox/admin/pool_tuner.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,11 +27,12 @@ std::string_view SourceName(ChangeSource source) {
   return source == ChangeSource::kApi ? "api" : "reload";
 }
 
-// Config validation speaks of "configuration <field>"; a change made live names the pool.
+// Config validation speaks of "configuration pool.<field>"; a change made live names the pool.
 Error Reworded(const Error& error, const std::string& pool) {
   std::string message = error.message();
-  constexpr std::string_view kPrefix = "configuration ";
-  if (message.starts_with(kPrefix)) message.erase(0, kPrefix.size());
+  for (std::string_view prefix : {"configuration ", "pool."}) {
+    if (message.starts_with(prefix)) message.erase(0, prefix.size());
+  }
   return Error(error.code(), "pool '" + pool + "': " + message);
 }
 
@@ -48,17 +53,22 @@ config::PoolConfig AsConfig(const service::PoolSettings& s) {
   return pc;
 }
 
-Status ReadInt(const json& change, const char* key, int& out) {
+// `bound` (config/bounds.h) is named when the value does not even fit an int; a value that
+// does is checked by the configuration's own checks, which name the same bound.
+Status ReadInt(const json& change, const char* key, int bound, int& out) {
   auto it = change.find(key);
   if (it == change.end()) return OkStatus();
   if (!it->is_number_integer()) {
     return Error(ErrorCode::kInvalidArgument, std::string(key) + ": expected an integer");
   }
-  const auto wide = it->get<std::int64_t>();
-  if (wide < -1000000 || wide > 1000000) {
-    return Error(ErrorCode::kInvalidArgument, std::string(key) + ": out of range");
+  const bool too_large = it->is_number_unsigned() ? it->get<std::uint64_t>() > INT32_MAX
+                                                  : it->get<std::int64_t>() > INT32_MAX;
+  if (too_large || (!it->is_number_unsigned() && it->get<std::int64_t>() < INT32_MIN)) {
+    return Error(
+        ErrorCode::kInvalidArgument,
+        std::string(key) + ": " + it->dump() + " is out of its range 0-" + std::to_string(bound));
   }
-  out = static_cast<int>(wide);
+  out = static_cast<int>(it->get<std::int64_t>());
   return OkStatus();
 }
 
@@ -72,9 +82,28 @@ json DrainJson(const pool::DrainProgress& progress) {
               {"done", progress.done()}};
 }
 
-PoolTuner::PoolTuner(service::TunablePools& pools, metrics::Metrics* metrics,
+PoolTuner::PoolTuner(service::TunablePools& pools, PoolBounds bounds, metrics::Metrics* metrics,
                      std::shared_ptr<spdlog::logger> logger)
-    : pools_(pools), metrics_(metrics), logger_(std::move(logger)) {}
+    : pools_(pools), bounds_(std::move(bounds)), metrics_(metrics), logger_(std::move(logger)) {}
+
+config::Config PoolTuner::LiveView(const service::PoolSettings& changed) const {
+  config::Config view = bounds_.running;
+  std::vector<config::PoolConfig> pools;
+  for (const auto& name : pools_.PoolNames()) {
+    const config::PoolConfig* configured = config::FindPool(bounds_.running, name);
+    config::PoolConfig pc = configured != nullptr ? *configured : config::PoolConfig{};
+    pc.name = name;
+    auto live = name == changed.name ? std::optional(changed) : pools_.Settings(name);
+    if (live) {
+      pc.min_idle = live->sizes.min_idle;
+      pc.max_total = live->sizes.max_total;
+      pc.max_concurrent_starts = live->sizes.max_concurrent_starts;
+    }
+    pools.push_back(std::move(pc));
+  }
+  view.pools = std::move(pools);
+  return view;
+}
 
 json PoolTuner::List() const {
   json out = json::array();
@@ -136,10 +165,15 @@ Result<json> PoolTuner::Patch(const std::string& pool, const json& change, const
   auto before = pools_.Settings(pool);
   if (!before) return UnknownPool(pool);
   service::PoolSettings next = *before;
-  SANDBOX_RETURN_IF_ERROR(ReadInt(change, "min_idle", next.sizes.min_idle));
-  SANDBOX_RETURN_IF_ERROR(ReadInt(change, "max_total", next.sizes.max_total));
-  SANDBOX_RETURN_IF_ERROR(
-      ReadInt(change, "max_concurrent_starts", next.sizes.max_concurrent_starts));
+  for (const auto& [key, bound, out] :
+       {std::tuple{"min_idle", config::kMaxPoolTotal, &next.sizes.min_idle},
+        std::tuple{"max_total", config::kMaxPoolTotal, &next.sizes.max_total},
+        std::tuple{"max_concurrent_starts", config::kMaxConcurrentStarts,
+                   &next.sizes.max_concurrent_starts}}) {
+    if (auto status = ReadInt(change, key, bound, *out); !status.ok()) {
+      return Reworded(status.error(), pool);
+    }
+  }
   if (auto it = change.find("limits"); it != change.end()) {
     if (auto status = config::ApplyLimitsJson(*it, "limits", next.limits); !status.ok()) {
       return Reworded(status.error(), pool);
@@ -185,6 +219,17 @@ Status PoolTuner::Change(const service::PoolSettings& before, const service::Poo
   }
   if (auto status = config::ValidatePoolLimits(pc.limits, pc.max_limits, "pool"); !status.ok()) {
     return Reworded(status.error(), pool);
+  }
+  // A reload passed the same check on the whole file (Validate); checked here pool by pool, a
+  // file that lowers one pool and raises another could be refused half-applied.
+  if (source == ChangeSource::kApi) {
+    if (auto status = config::CheckThreadBudget(LiveView(next), bounds_.host); !status.ok()) {
+      std::string why = status.error().message();
+      why.erase(0, why.find(": ") + 2);  // "configuration threads: "
+      return Error(ErrorCode::kInvalidArgument, "pool '" + pool + "': max_concurrent_starts = " +
+                                                    std::to_string(pc.max_concurrent_starts) +
+                                                    " refused: " + why);
+    }
   }
   if (!pools_.Apply(pool, next)) return UnknownPool(pool);
   const std::string_view via = SourceName(source);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "object_reader.h"
+#include "sandbox/config/bounds.h"
 #include "sandbox/config/config.h"
 #include "sandbox/config/limits_check.h"
 
@@ -70,7 +71,7 @@ bool IsLoopbackHost(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
-Status Validate(const Config& config) {
+Status Validate(const Config& config, const HostLimits& host) {
   const auto& s = config.server;
   if (!s.stdio) {
     if (s.listen_host.empty()) return Invalid("server.listen", "the host is empty");
@@ -112,14 +113,10 @@ Status Validate(const Config& config) {
     }
   }
   if (s.http_threads < 4) return Invalid("server.http_threads", "must be at least 4");
-  // Each slot costs a thread for the server's life.
-  if (s.max_streams < 1 || s.max_streams > 4096) {
-    return Invalid("server.max_streams", "must be 1-4096");
-  }
+  // Upper bounds of these and the other values that cost threads: CheckUpperBounds (bounds.h).
+  if (s.max_streams < 1) return Invalid("server.max_streams", "must be at least 1");
   if (s.max_body_bytes < 1024) return Invalid("server.max_body_bytes", "must be at least 1024");
-  if (s.max_mcp_sessions < 1 || s.max_mcp_sessions > 1000000) {
-    return Invalid("server.max_mcp_sessions", "must be 1-1000000");
-  }
+  if (s.max_mcp_sessions < 1) return Invalid("server.max_mcp_sessions", "must be at least 1");
   if (s.mcp_session_idle_timeout.count() < 1) {
     return Invalid("server.mcp_session_idle_timeout_s", "must be at least 1");
   }
@@ -153,10 +150,7 @@ Status Validate(const Config& config) {
   if (s.idle_timeout.count() < 1 || s.idle_timeout.count() > 3600) {
     return Invalid("server.idle_timeout_s", "must be 1-3600");
   }
-  // Each connection costs a descriptor, and up to two more while a request is served.
-  if (s.max_connections < 1 || s.max_connections > 100000) {
-    return Invalid("server.max_connections", "must be 1-100000");
-  }
+  if (s.max_connections < 1) return Invalid("server.max_connections", "must be at least 1");
   if (s.max_connections_per_ip < 1 || s.max_connections_per_ip > s.max_connections) {
     return Invalid("server.max_connections_per_ip", "must be 1 to server.max_connections");
   }
@@ -291,7 +285,7 @@ Status Validate(const Config& config) {
   if (FindPool(config, config.default_pool) == nullptr) {
     return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");
   }
-  return OkStatus();
+  return CheckUpperBounds(config, host);
 }
 
 Status ValidatePoolSizes(const PoolConfig& p, const std::string& path) {
@@ -300,6 +294,7 @@ Status ValidatePoolSizes(const PoolConfig& p, const std::string& path) {
   if (p.min_idle > p.max_total) return Invalid(path + ".min_idle", "must not exceed max_total");
   if (p.max_concurrent_starts < 1)
     return Invalid(path + ".max_concurrent_starts", "must be at least 1");
+  SANDBOX_RETURN_IF_ERROR(CheckPoolUpperBounds(p, path));
   return ValidateAutoscale(p.autoscale, p.max_total, path);
 }
 

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,7 +132,6 @@ struct Conn {
   Clock::time_point linger_until;
 
   Fd up;
-  int up_port = 0;
   bool up_connecting = false;
   std::string up_out;
   std::size_t up_sent = 0;
@@ -152,12 +152,12 @@ struct Conn {
 
 class ConnectionGuard::Impl {
  public:
-  Impl(Fd listener, Fd epoll, Fd wake, int upstream_port, const ConnectionGuardOptions& options,
-       std::shared_ptr<spdlog::logger> logger)
+  Impl(Fd listener, Fd epoll, Fd wake, const sockaddr_un& upstream,
+       const ConnectionGuardOptions& options, std::shared_ptr<spdlog::logger> logger)
       : listener_(std::move(listener)),
         epoll_(std::move(epoll)),
         wake_(std::move(wake)),
-        upstream_port_(upstream_port),
+        upstream_(upstream),
         options_(options),
         logger_(std::move(logger)),
         own_budget_(options_.inflight != nullptr
@@ -165,18 +165,13 @@ class ConnectionGuard::Impl {
                         : std::make_unique<ByteBudget>(
                               static_cast<std::int64_t>(options_.max_buffered_bytes),
                               "max_buffered_bytes")),
-        budget_(options_.inflight != nullptr ? options_.inflight : own_budget_.get()),
-        peer_ports_(65536) {}
+        budget_(options_.inflight != nullptr ? options_.inflight : own_budget_.get()) {}
 
   void Run();
   void Stop() {
     stopping_.store(true);
     const std::uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(wake_.get(), &one, sizeof(one));
-  }
-  bool IsGuardPeer(std::string_view addr, int port) const {
-    return addr == "127.0.0.1" && port > 0 && port < 65536 &&
-           peer_ports_[static_cast<std::size_t>(port)].load(std::memory_order_acquire);
   }
   ConnectionGuardStats stats() const {
     return {connections_.load(), upstreams_.load(), refused_.load()};
@@ -207,13 +202,12 @@ class ConnectionGuard::Impl {
   Fd listener_;
   Fd epoll_;
   Fd wake_;
-  int upstream_port_;
+  sockaddr_un upstream_;  // cpp-httplib's internal socket (InternalSocket)
   ConnectionGuardOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<ByteBudget> own_budget_;  // only without options_.inflight
   ByteBudget* budget_;                      // request bodies reserve their bytes here
   std::atomic<bool> stopping_{false};
-  std::vector<std::atomic<bool>> peer_ports_;  // local ports of the guard's upstreams
   std::atomic<std::size_t> connections_{0};
   std::atomic<std::size_t> upstreams_{0};
   std::atomic<std::uint64_t> refused_{0};
@@ -484,26 +478,25 @@ void ConnectionGuard::Impl::Forward(Conn& c, Clock::time_point now) {
   c.in.erase(0, c.head_bytes + static_cast<std::size_t>(h.content_length));
   c.up_sent = 0;
 
-  Fd up(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  const int yes = 1;
-  ::setsockopt(up.get(), IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(upstream_port_));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (!up.valid() || (::connect(up.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
-                      errno != EINPROGRESS)) {
-    logger_->warn("connection guard: cannot connect to the internal port {}: {}", upstream_port_,
-                  ErrnoText(errno));
+  Fd up(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!up.valid() ||
+      ::connect(up.get(), reinterpret_cast<const sockaddr*>(&upstream_), sizeof(upstream_)) != 0) {
+    const int error = errno;
+    // A Unix socket connects at once or not at all; EAGAIN: its backlog is full, so cpp-httplib's
+    // acceptor is that far behind.
+    if (error == EAGAIN) {
+      Refuse(c,
+             Plain(503,
+                   "Service Unavailable: the server's request handler is saturated; retry "
+                   "later"),
+             now);
+      return;
+    }
+    logger_->warn("connection guard: cannot connect to the internal socket {}: {}",
+                  upstream_.sun_path, ErrnoText(error));
     Refuse(c, Plain(502, "Bad Gateway: the server's request handler cannot be reached"), now);
     return;
   }
-  sockaddr_in local{};
-  socklen_t len = sizeof(local);
-  ::getsockname(up.get(), reinterpret_cast<sockaddr*>(&local), &len);
-  c.up_port = ntohs(local.sin_port);
-  // Recorded before a byte is sent: the pre-routing check runs once the request has arrived.
-  peer_ports_[static_cast<std::size_t>(c.up_port)].store(true, std::memory_order_release);
   c.up = std::move(up);
   c.up_connecting = true;
   c.up_in.clear();
@@ -527,7 +520,7 @@ void ConnectionGuard::Impl::OnUpstream(Conn& c, std::uint32_t events, Clock::tim
     socklen_t len = sizeof(error);
     ::getsockopt(c.up.get(), SOL_SOCKET, SO_ERROR, &error, &len);
     if (error != 0) {
-      logger_->warn("connection guard: connecting to the internal port failed: {}",
+      logger_->warn("connection guard: connecting to the internal socket failed: {}",
                     ErrnoText(error));
       Refuse(c, Plain(502, "Bad Gateway: the server's request handler cannot be reached"), now);
       return;
@@ -681,8 +674,6 @@ void ConnectionGuard::Impl::CloseUpstream(Conn& c, bool abortive) {
   }
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.up.get(), nullptr);
   c.up.Reset();
-  peer_ports_[static_cast<std::size_t>(c.up_port)].store(false, std::memory_order_release);
-  c.up_port = 0;
   c.up_mask = 0;
   c.up_connecting = false;
   std::string().swap(c.up_out);
@@ -797,8 +788,16 @@ void ConnectionGuard::Impl::Sweep(Clock::time_point now) {
 }
 
 Result<std::unique_ptr<ConnectionGuard>> ConnectionGuard::Listen(
-    const std::string& host, int port, int upstream_port, ConnectionGuardOptions options,
-    std::shared_ptr<spdlog::logger> logger) {
+    const std::string& host, int port, const std::string& upstream_path,
+    ConnectionGuardOptions options, std::shared_ptr<spdlog::logger> logger) {
+  sockaddr_un upstream{};
+  upstream.sun_family = AF_UNIX;
+  if (upstream_path.empty() || upstream_path.size() >= sizeof(upstream.sun_path)) {
+    return Error(ErrorCode::kInvalidArgument, "the internal socket path must be 1-" +
+                                                  std::to_string(sizeof(upstream.sun_path) - 1) +
+                                                  " bytes: " + upstream_path);
+  }
+  std::memcpy(upstream.sun_path, upstream_path.data(), upstream_path.size());
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -846,7 +845,7 @@ Result<std::unique_ptr<ConnectionGuard>> ConnectionGuard::Listen(
     return Error(ErrorCode::kInternal, "cannot create the guard's epoll: " + ErrnoText(errno));
   }
   auto impl = std::make_unique<Impl>(std::move(listener), std::move(epoll), std::move(wake),
-                                     upstream_port, options, std::move(logger));
+                                     upstream, options, std::move(logger));
   return std::unique_ptr<ConnectionGuard>(new ConnectionGuard(std::move(impl), bound_port));
 }
 
@@ -856,9 +855,6 @@ ConnectionGuard::~ConnectionGuard() = default;
 
 void ConnectionGuard::Run() { impl_->Run(); }
 void ConnectionGuard::Stop() { impl_->Stop(); }
-bool ConnectionGuard::IsGuardPeer(std::string_view remote_addr, int remote_port) const {
-  return impl_->IsGuardPeer(remote_addr, remote_port);
-}
 ConnectionGuardStats ConnectionGuard::stats() const { return impl_->stats(); }
 
 }  // namespace sandbox::http

@@ -205,20 +205,13 @@ std::string RequestIdFor(std::string_view presented) {
   return usable ? std::string(presented) : mcp::RandomHexId(8);
 }
 
-void RequestGuard::Install(httplib::Server& server, PeerCheck peer_allowed) const {
-  server.set_pre_routing_handler([this, peer_allowed = std::move(peer_allowed)](
-                                     const httplib::Request& req, httplib::Response& res) {
+void RequestGuard::Install(httplib::Server& server) const {
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // Every answer, refusals included, names its request, and so does every log line written
     // while serving it (cleared once the answer is written: ClearRequestIdAfterAnswer).
     const std::string request_id = RequestIdFor(req.get_header_value("X-Request-Id"));
     res.set_header("X-Request-Id", request_id);
     SetRequestId(request_id);
-    if (peer_allowed && !peer_allowed(req.remote_addr, req.remote_port)) {
-      SendRpcError(res, 403, mcp::rpc_code::kServerError,
-                   "Forbidden: this port is the server's internal one; connect to its "
-                   "public address (server.listen)");
-      return httplib::Server::HandlerResponse::Handled;
-    }
     auto rejection = Check(req.path, req.get_header_value("Host"), req.has_header("Origin"),
                            req.get_header_value("Origin"), req.get_header_value("Authorization"));
     if (!rejection) return httplib::Server::HandlerResponse::Unhandled;

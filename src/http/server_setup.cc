@@ -4,11 +4,18 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "sandbox/core/error.h"
 #include "sandbox/http/request_head.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/http/worker_pool.h"
@@ -75,7 +82,7 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
                      OwnRefusalMessage(req, res.status, max_body));
         return httplib::Server::HandlerResponse::Handled;
       }));
-  guard.Install(server, options.peer_allowed);
+  guard.Install(server);
 }
 
 void ListenSocketOptions(int sock) {
@@ -103,6 +110,59 @@ int BindServer(httplib::Server& server, const std::string& host, int port, int b
   // listen() on a listening socket only changes its backlog.
   if (bound > 0 && *bound_fd >= 0 && ::listen(*bound_fd, backlog) != 0) return -1;
   return bound;
+}
+
+InternalSocket::InternalSocket(std::string dir)
+    : dir_(std::move(dir)), path_(dir_ + "/http.sock") {}
+
+InternalSocket::~InternalSocket() {
+  if (bound_) ::unlink(path_.c_str());
+  ::rmdir(dir_.c_str());
+}
+
+Result<std::unique_ptr<InternalSocket>> InternalSocket::Bind(httplib::Server& server,
+                                                             const std::string& parent,
+                                                             int backlog) {
+  std::string pattern = parent + "/sandbox-mcp.XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  // mkdtemp creates the directory 0700: nobody else can reach what is inside.
+  if (::mkdtemp(name.data()) == nullptr) {
+    return Error(ErrorCode::kUnavailable, "cannot create the internal socket's directory under " +
+                                              parent + ": " + ErrnoText(errno));
+  }
+  std::unique_ptr<InternalSocket> socket(new InternalSocket(name.data()));
+  if (socket->path_.size() >= sizeof(sockaddr_un::sun_path)) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "the internal socket's path " + socket->path_ +
+                     " is longer than a Unix socket's " +
+                     std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+                     " bytes; set TMPDIR to a shorter directory");
+  }
+  // As in BindServer: the socket-options hook is where httplib shows the socket it binds.
+  auto bound_fd = std::make_shared<int>(-1);
+  server.set_address_family(AF_UNIX);
+  server.set_socket_options([bound_fd](int sock) { *bound_fd = sock; });
+  // For AF_UNIX httplib takes the host as the path; the port is unused.
+  const bool bound = server.bind_to_port(socket->path_, 80);
+  server.set_socket_options([](int) {});
+  if (!bound || *bound_fd < 0) {
+    return Error(ErrorCode::kUnavailable,
+                 "cannot listen on the internal socket " + socket->path_ + ": " + ErrnoText(errno));
+  }
+  socket->bound_ = true;
+  // The directory already keeps others out; the socket's own mode says so too.
+  if (::chmod(socket->path_.c_str(), S_IRUSR | S_IWUSR) != 0 || ::listen(*bound_fd, backlog) != 0) {
+    return Error(ErrorCode::kUnavailable,
+                 "cannot set up the internal socket " + socket->path_ + ": " + ErrnoText(errno));
+  }
+  return socket;
+}
+
+std::string InternalSocketParent() {
+  const char* tmpdir = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): nobody sets it
+  if (tmpdir != nullptr && tmpdir[0] == '/') return tmpdir;
+  return "/tmp";
 }
 
 }  // namespace sandbox::http

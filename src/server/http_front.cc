@@ -1,6 +1,6 @@
-// HTTP: the connection guard on the public port in front of cpp-httplib on an internal
-// loopback port, with every route on it (MCP, legacy SSE, the HTTP API, the admin API and the
-// probes).
+// HTTP: the connection guard on the public port in front of cpp-httplib on an internal Unix
+// socket only this user can reach, with every route on it (MCP, legacy SSE, the HTTP API, the admin
+// API and the probes).
 #include <httplib.h>
 #include <sys/resource.h>
 
@@ -71,7 +71,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   const auto& logger = front.logger;
   WarnIfHostsOpen(config.server, *logger);
   // The public port: the connection guard reads each request under limits and forwards it to
-  // cpp-httplib on an internal loopback port, which serves the guard's connections only.
+  // cpp-httplib on an internal Unix socket in a private directory (http::InternalSocket).
   std::unique_ptr<http::ConnectionGuard> guarded_port;
   std::atomic<bool> draining{false};
   http::RequestGuard guard(http::GuardOptions{config.server.token,
@@ -88,9 +88,6 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
       std::make_shared<SlotLimiter>(static_cast<std::size_t>(config.server.max_streams),
                                     static_cast<std::size_t>(config::StreamsPerPrincipal(config)));
   http_options.max_body_bytes = config.server.max_body_bytes;
-  http_options.peer_allowed = [&guarded_port](std::string_view addr, int port) {
-    return guarded_port != nullptr && guarded_port->IsGuardPeer(addr, port);
-  };
   httplib::Server server;
   http::ConfigureHttpServer(server, http_options, guard);
 
@@ -148,16 +145,14 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   probes.draining = &draining;
   RegisterProbes(server, probes);  // /healthz, /readyz, /metrics
 
-  const int internal_port = http::BindServer(server, "127.0.0.1", 0);
-  if (internal_port < 0) {
-    logger->critical("cannot listen on an internal loopback port");
-    return 1;
-  }
+  auto internal = http::InternalSocket::Bind(server, http::InternalSocketParent());
+  if (!internal.ok()) return Fail(logger, internal.error());
   RaiseDescriptorLimit(config.server, logger);
   http::ConnectionGuardOptions guard_options = ConnectionGuardOptionsOf(config.server);
   guard_options.inflight = &front.inflight;  // request bodies reserve their bytes there
-  auto listening = http::ConnectionGuard::Listen(
-      config.server.listen_host, config.server.listen_port, internal_port, guard_options, logger);
+  auto listening = http::ConnectionGuard::Listen(config.server.listen_host,
+                                                 config.server.listen_port, (*internal)->path(),
+                                                 guard_options, logger);
   if (!listening.ok()) return Fail(logger, listening.error());
   guarded_port = std::move(*listening);
 

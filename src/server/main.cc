@@ -35,7 +35,9 @@ namespace {
 int Run(const Invocation& invocation) {
   const config::Config& config = invocation.config;
   auto logger = MakeLogger(config);
-  if (auto valid = config::Validate(config); !valid.ok()) return Fail(logger, valid.error());
+  // What the host lets this process run: the thread budget of Validate() and the admin API.
+  const config::HostLimits host = config::ReadHostLimits();
+  if (auto valid = config::Validate(config, host); !valid.ok()) return Fail(logger, valid.error());
   // Before any other thread exists, so that none of them is interrupted by a signal.
   const SignalWaiter signals;
 
@@ -132,7 +134,7 @@ int Run(const Invocation& invocation) {
       MakeDispatcher(config, served.runs(), served.sessions(), invocation.conformance_fixtures,
                      &tasks, inflight, logger);
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
-  admin::PoolTuner tuner(service, &metrics, logger);
+  admin::PoolTuner tuner(service, admin::PoolBounds{config, host}, &metrics, logger);
   const FrontEnd front{.config = config,
                        .dispatcher = dispatcher,
                        .tuner = tuner,

@@ -1,8 +1,11 @@
 // PoolTuner: the one place that changes a running pool's settings, for the admin API and the
 // configuration reload alike. It validates a change with the configuration's own checks
 // (config::ValidatePoolSizes / ValidatePoolLimits, so a change passes exactly when the same
-// values would pass in the file), applies it through service::TunablePools, logs who changed
-// what (old -> new) and counts it in the metrics (sandbox_admin_changes_total).
+// values would pass in the file, upper bounds included: config/bounds.h), applies it through
+// service::TunablePools, logs who changed what (old -> new) and counts it in the metrics
+// (sandbox_admin_changes_total). A change through the API must also keep the server within its
+// thread budget (config::CheckThreadBudget over the running configuration with every pool's
+// live sizes), the same check the file passes at start-up and on SIGHUP.
 //
 // An autoscaled pool's min_idle follows demand: a change of min_idle is refused (kConflict)
 // unless the same change turns the autoscaler off; its bounds are changed through `autoscale`
@@ -27,11 +30,22 @@ namespace sandbox::admin {
 // Where a change came from, for the logs and the metrics' `source` label.
 enum class ChangeSource { kApi, kReload };
 
+// What a change is checked against besides the pool's own values.
+struct PoolBounds {
+  // The configuration as started: what the rest of the server costs in threads. Its pools'
+  // sizes are replaced by the live ones when a change is checked.
+  config::Config running;
+  config::HostLimits host;  // config::ReadHostLimits() in main; {}: the fixed ceilings alone
+};
+
 class PoolTuner {
  public:
   // `metrics` may be null (nothing counted); `logger` must not be.
-  PoolTuner(service::TunablePools& pools, metrics::Metrics* metrics,
+  PoolTuner(service::TunablePools& pools, PoolBounds bounds, metrics::Metrics* metrics,
             std::shared_ptr<spdlog::logger> logger);
+
+  // The host's limits the configuration is validated against (the SIGHUP reload uses them).
+  const config::HostLimits& host() const { return bounds_.host; }
 
   // Every pool's view (Describe), in name order.
   nlohmann::json List() const;
@@ -60,7 +74,11 @@ class PoolTuner {
   Status Change(const service::PoolSettings& before, const service::PoolSettings& next,
                 const std::string& who, ChangeSource source);
 
+  // The running configuration with every pool's live sizes and `changed` in place of its own.
+  config::Config LiveView(const service::PoolSettings& changed) const;
+
   service::TunablePools& pools_;
+  const PoolBounds bounds_;
   metrics::Metrics* metrics_;
   std::shared_ptr<spdlog::logger> logger_;
   std::mutex change_mu_;  // one change at a time: each validates against what the last left

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/config/bounds.h"
 #include "sandbox/core/result.h"
 
 namespace sandbox::config {
@@ -309,11 +310,14 @@ int McpSessionsPerPrincipal(const Config& config);
 // memory is unknown).
 std::int64_t InflightBytes(const Config& config, std::int64_t machine_bytes);
 
-// Checks every field; the first problem found is returned with the field's name.
-Status Validate(const Config& config);
+// Checks every field; the first problem found is returned with the field's name. The upper
+// bounds (bounds.h) include the thread budget of `host`; the default, an unknown host, applies
+// the fixed ceilings alone. main and the SIGHUP reload pass ReadHostLimits().
+Status Validate(const Config& config, const HostLimits& host = {});
 
-// The checks Validate() makes of one pool's sizes, limits and autoscaler, for a change made
-// while the server runs (the admin API); `path` names the pool in errors ("pools[0]").
+// The checks Validate() makes of one pool's sizes (with their upper bounds), limits and
+// autoscaler, for a change made while the server runs (the admin API); `path` names the pool in
+// errors ("pools[0]").
 Status ValidatePoolSizes(const PoolConfig& pool, const std::string& path);
 Status ValidatePoolLimits(const Limits& limits, const Limits& max_limits, const std::string& path);
 Status ValidateAutoscale(const AutoscaleConfig& autoscale, int max_total, const std::string& path);

@@ -17,18 +17,19 @@
 //   one with no request outstanding is closed after idle_timeout.
 //
 // Each refusal is answered by the guard with a JSON body that names the limit, then the
-// connection is closed. A complete request is forwarded to cpp-httplib on its internal
-// loopback port over a new connection, as the guard's own serialization of the parsed head
+// connection is closed. A complete request is forwarded to cpp-httplib on its internal Unix
+// socket (InternalSocket, server_setup.h) over a new connection, as the guard's own
+// serialization of the parsed head
 // with "Connection: close" and X-Forwarded-For (the client's address); the response is relayed
 // back with its Connection header rewritten, so the client keeps its keep-alive connection and
 // a cpp-httplib worker is held only while a request is being served. A client that closes its
 // connection (or half-closes it) closes the upstream connection at once: a stream's handler
 // sees its client gone and cancels the run, as it would without the guard.
 //
-// IsGuardPeer() tells cpp-httplib's pre-routing check whether a connection to the internal
-// port came from the guard (by its local port), so the internal port serves no one else.
+// The internal socket sits in a private directory (0700) and is itself 0600, so no other local
+// user's process can reach cpp-httplib's workers; the server has no TCP port but the guard's.
 //
-// Thread-safety: Run() on one thread; Stop(), IsGuardPeer() and stats() from any thread.
+// Thread-safety: Run() on one thread; Stop() and stats() from any thread.
 #pragma once
 
 #include <atomic>
@@ -80,9 +81,10 @@ struct ConnectionGuardStats {
 
 class ConnectionGuard {
  public:
-  // Listens on host:port (port 0: a free one) and forwards to 127.0.0.1:upstream_port.
+  // Listens on host:port (port 0: a free one) and forwards to the Unix socket at
+  // `upstream_path` (InternalSocket::path()).
   static Result<std::unique_ptr<ConnectionGuard>> Listen(const std::string& host, int port,
-                                                         int upstream_port,
+                                                         const std::string& upstream_path,
                                                          ConnectionGuardOptions options,
                                                          std::shared_ptr<spdlog::logger> logger);
   ~ConnectionGuard();
@@ -94,8 +96,6 @@ class ConnectionGuard {
   void Run();
   void Stop();
 
-  // Whether a connection to the upstream port from 127.0.0.1:`remote_port` is the guard's.
-  bool IsGuardPeer(std::string_view remote_addr, int remote_port) const;
   ConnectionGuardStats stats() const;
 
   class Impl;

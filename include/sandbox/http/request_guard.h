@@ -13,8 +13,7 @@
 // - Admin paths (/admin and below) take an admin token instead (`admin_tokens`, compared the
 //   same way): a run token is refused there (401) and an admin token everywhere else. Without
 //   admin tokens they answer 404, saying the admin API is disabled.
-// - Exempt paths (/healthz by default) skip every check, for health probes (but not the
-//   PeerCheck given to Install).
+// - Exempt paths (/healthz by default) skip every check, for health probes.
 // - SetTokens() replaces every token at once (configuration reload): a request is checked
 //   against one set, old or new, never a mix.
 //
@@ -57,10 +56,6 @@ struct GuardOptions {
 inline constexpr std::string_view kAdminPrefix = "/admin";
 bool IsAdminPath(std::string_view path);
 
-// Whether a connection from remote address:port may be served at all: behind the
-// ConnectionGuard, only its own connections are.
-using PeerCheck = std::function<bool(std::string_view remote_addr, int remote_port)>;
-
 struct Rejection {
   int status = 403;
   std::string message;
@@ -80,8 +75,7 @@ class RequestGuard {
 
   // Installs the guard as `server`'s pre-routing handler; rejections get a JSON-RPC error body.
   // It also sets every answer's X-Request-Id (RequestIdFor).
-  // `peer_allowed` (when set) is checked first, for every path: 403 for other peers.
-  void Install(httplib::Server& server, PeerCheck peer_allowed = {}) const;
+  void Install(httplib::Server& server) const;
 
   // The principal of a request that passed Check(): the name of the token it carries
   // ("default" for `token`), "local" when no token is configured. "" for a request whose

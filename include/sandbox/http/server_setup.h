@@ -10,6 +10,8 @@
 // workers are still there for everything else.
 // Behind the ConnectionGuard (connection_guard.h) a worker is taken only by a complete request
 // (the guard reads heads and bodies itself), and each internal connection carries one request.
+// The guard reaches cpp-httplib over an InternalSocket, which no other local user can connect
+// to.
 // Thread-safety: call before listening, from the thread that owns the server.
 #pragma once
 
@@ -17,8 +19,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "sandbox/core/result.h"
 #include "sandbox/http/request_guard.h"
 
 namespace httplib {
@@ -38,8 +42,6 @@ struct HttpServerOptions {
   // seconds (docker stop allows 10). Reconnecting on loopback costs nothing.
   int keep_alive_timeout_s = 3;
   std::size_t keep_alive_max_requests = 1000;
-  // The peers served (RequestGuard::Install): the ConnectionGuard's connections. Empty: any.
-  PeerCheck peer_allowed;
 };
 
 // `guard` must outlive the server (the pre-routing handler refers to it).
@@ -56,5 +58,35 @@ void ListenSocketOptions(int sock);
 // taken, the kernel drops the rest, and their clients retry a second or more later. Returns
 // the bound port, or -1 (also when another socket listens on it: see ListenSocketOptions).
 int BindServer(httplib::Server& server, const std::string& host, int port, int backlog = SOMAXCONN);
+
+// The hop from the ConnectionGuard to cpp-httplib: a Unix socket, "http.sock", in a directory of
+// its own that mkdtemp makes under `parent` (mode 0700), the socket itself 0600. Only this
+// process's user (and root, who can read its memory anyway) can connect, so no other local
+// process can occupy cpp-httplib's workers, and the server opens no TCP port for it (a loopback
+// port answered anyone on the host, after reading their whole header). The socket and its
+// directory are removed when this is destroyed.
+class InternalSocket {
+ public:
+  // Binds `server` to a new internal socket with a listen backlog of `backlog` (see
+  // BindServer); serve it with server.listen_after_bind().
+  static Result<std::unique_ptr<InternalSocket>> Bind(httplib::Server& server,
+                                                      const std::string& parent,
+                                                      int backlog = SOMAXCONN);
+  ~InternalSocket();
+  InternalSocket(const InternalSocket&) = delete;
+  InternalSocket& operator=(const InternalSocket&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& directory() const { return dir_; }
+
+ private:
+  explicit InternalSocket(std::string dir);
+  std::string dir_;
+  std::string path_;
+  bool bound_ = false;
+};
+
+// Where the internal socket's directory goes: $TMPDIR when it is an absolute path, else /tmp.
+std::string InternalSocketParent();
 
 }  // namespace sandbox::http

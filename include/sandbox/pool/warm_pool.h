@@ -21,7 +21,9 @@
 //
 // Live tuning: min_idle, max_total and max_concurrent_starts change with Resize(), the autoscaler
 // with SetAutoscale(); Drain() replaces every sandbox (idle ones at once, leased ones when their
-// lease ends). They take effect under the pool's lock and wake the start workers.
+// lease ends). They take effect under the pool's lock and wake the start workers. A lower
+// max_concurrent_starts ends the workers beyond it (their threads are given back): idle ones at
+// once, within Resize(), and one in a start when that start ends.
 //
 // Thread-safety: every public method of WarmPool may be called from any thread at any time,
 // concurrently. A Lease is a single-owner handle (like std::unique_ptr): one thread at a time
@@ -146,6 +148,9 @@ struct PoolStats {
   int checking = 0;    // taken out of the idle list for a health check
   int destroying = 0;  // queued for or in destruction
   int waiting = 0;     // Acquire() calls blocked for a sandbox
+  // Start worker threads alive: max_concurrent_starts once started, more only while a worker
+  // beyond a lowered max_concurrent_starts finishes its start.
+  int start_workers = 0;
 
   // Counters since construction.
   std::uint64_t created_total = 0;
@@ -283,10 +288,10 @@ class WarmPool {
                            const std::string& principal = {});
 
   // Changes the sizes at once: a higher min_idle or max_total wakes the start workers, a higher
-  // max_concurrent_starts adds workers; a lower min_idle or max_total retires idle sandboxes
-  // beyond it (leased ones are never taken back; they are retired when returned while the pool
-  // is over max_total). Values are clamped as PoolOptions'; config::ValidatePoolSizes says what
-  // a caller may ask for. Returns the sizes before the change.
+  // max_concurrent_starts adds workers and a lower one ends those beyond it; a lower min_idle or
+  // max_total retires idle sandboxes beyond it (leased ones are never taken back; they are retired
+  // when returned while the pool is over max_total). Values are clamped as PoolOptions';
+  // config::ValidatePoolSizes says what a caller may ask for. Returns the sizes before the change.
   PoolSizes Resize(PoolSizes sizes);
   PoolSizes sizes() const;
 

@@ -65,7 +65,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
                   sizes.max_concurrent_starts);
     reaper_ = std::thread([this] { ReaperLoop(); });
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
-    AddWorkersTo(sizes.max_concurrent_starts);
+    SyncWorkers(sizes.max_concurrent_starts);
   }
 
   PoolSizes sizes() const {
@@ -92,8 +92,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
             autoscaler_ ? autoscaler_->Target(options_.clock(), sizes_.max_total) : sizes_.min_idle;
       }
     }
-    // Workers only ever get added: a lower max_concurrent_starts holds the extra ones idle.
-    if (running) AddWorkersTo(sizes.max_concurrent_starts);
+    // Workers beyond a lower max_concurrent_starts end (they were woken above); more are added
+    // for a higher one.
+    if (running) SyncWorkers(sizes.max_concurrent_starts);
     logger_->debug(
         "pool '{}': resized: min_idle {} -> {}, max_total {} -> {}, max_concurrent_starts {} -> "
         "{}",
@@ -161,8 +162,14 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
     // Starts in flight are told to give up rather than waited for (a start can take seconds);
     // any that still succeed go to the reaper, which still accepts work.
     factory_.CancelStarts();
-    for (auto& worker : workers_) worker.join();
+    for (auto& worker : workers_) {
+      if (worker.joinable()) worker.join();
+    }
     workers_.clear();
+    {
+      std::lock_guard lock(mu_);
+      worker_state_.clear();
+    }
     if (maintenance_.joinable()) maintenance_.join();
     {
       std::unique_lock lock(mu_);
@@ -295,6 +302,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
     stats.checking = checking_;
     stats.destroying = destroying_;
     stats.waiting = static_cast<int>(waiters_.size());
+    stats.start_workers = live_workers_;
     stats.created_total = created_total_;
     stats.destroyed_total = destroyed_total_;
     stats.start_failures_total = start_failures_total_;
@@ -350,10 +358,39 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
   // and a removal per run.)
   int AutoscaledIdleLocked() const { return std::max(0, target_ - DemandLocked()); }
 
-  // Starts workers up to `count` (never stops any). Called with lifecycle_mu_ held.
-  void AddWorkersTo(int count) {
-    while (static_cast<int>(workers_.size()) < count) {
-      workers_.emplace_back([this] { WorkerLoop(); });
+  // Makes workers_[0, count) the running start workers. Those beyond `count` end at their next
+  // look at the sizes (Resize woke them): idle ones are joined here, and one in a start is
+  // joined by a later call (or Shutdown) once it has ended. Called with lifecycle_mu_ held,
+  // after sizes_ changed.
+  void SyncWorkers(int count) {
+    const auto wanted = static_cast<std::size_t>(std::max(count, 0));
+    std::vector<std::thread> ending;
+    {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < workers_.size(); ++i) {
+        if (!workers_[i].joinable()) continue;
+        const WorkerState& state = worker_state_[i];
+        if (state.exited || (i >= wanted && !state.starting)) {
+          ending.push_back(std::move(workers_[i]));
+        }
+      }
+    }
+    // Each of them ends without waiting for anything but mu_, which is free here.
+    for (auto& worker : ending) worker.join();
+    std::lock_guard lock(mu_);
+    if (workers_.size() < wanted) {
+      workers_.resize(wanted);
+      worker_state_.resize(wanted);
+    }
+    for (std::size_t i = 0; i < wanted; ++i) {
+      if (workers_[i].joinable()) continue;  // alive (maybe finishing a start) or respawned
+      worker_state_[i] = WorkerState{};
+      ++live_workers_;
+      workers_[i] = std::thread([this, i] { WorkerLoop(i); });
+    }
+    while (!workers_.empty() && !workers_.back().joinable()) {
+      workers_.pop_back();
+      worker_state_.pop_back();
     }
   }
 
@@ -580,10 +617,15 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
     }
   }
 
-  void WorkerLoop() {
+  void WorkerLoop(std::size_t index) {
     std::unique_lock lock(mu_);
     while (true) {
-      if (shutdown_) return;
+      // Past a lowered max_concurrent_starts the worker ends, giving its thread back.
+      if (shutdown_ || static_cast<int>(index) >= sizes_.max_concurrent_starts) {
+        worker_state_[index].exited = true;
+        --live_workers_;
+        return;
+      }
       if (!StartNeededLocked()) {
         work_cv_.wait(lock);
         continue;
@@ -598,6 +640,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
           BehindDemand(!waiters_.empty(), idle_.empty(), last_wait_began_, Clock::now());
       if (context.behind_demand) ++starts_with_waiters_total_;
       ++starting_;
+      worker_state_[index].starting = true;
       lock.unlock();
       const auto begin = Clock::now();
       Result<std::unique_ptr<T>> created = CreateSandbox(context);
@@ -620,6 +663,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
       }
       lock.lock();
       --starting_;
+      worker_state_[index].starting = false;
       work_cv_.notify_all();
       if (start_error) {
         if (generation < drain_generation_) ++drain_replaced_;  // nothing left to replace
@@ -759,10 +803,16 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
   SandboxFactory<T>& factory_;
   const std::shared_ptr<spdlog::logger> logger_;
 
-  std::mutex lifecycle_mu_;  // serialises Start() and Shutdown(); taken before mu_
+  // A start worker as the pool sees it (worker_state_, under mu_).
+  struct WorkerState {
+    bool starting = false;  // in a start, outside the lock
+    bool exited = false;    // returned; its thread awaits join
+  };
+
+  std::mutex lifecycle_mu_;  // serialises Start(), Resize() and Shutdown(); taken before mu_
   std::thread reaper_;
   std::thread maintenance_;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // by index; an empty slot was joined (lifecycle_mu_)
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;         // start workers: demand, capacity or back-off changed
@@ -789,6 +839,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
   int starting_ = 0;
   int checking_ = 0;
   int destroying_ = 0;
+  std::vector<WorkerState> worker_state_;  // by worker index, as workers_
+  int live_workers_ = 0;                   // start workers whose loop has not returned
 
   Clock::time_point backoff_until_{};
   std::optional<Clock::time_point> last_wait_began_;  // the latest Acquire() that had to wait

@@ -2,15 +2,19 @@
 // changed through PATCH is followed by the pool's idle containers, a drain replaces every
 // container (an idle one at once, a leased one when its run ends) with new ones, and a rewritten
 // configuration file is applied on SIGHUP (tokens and sizes) or, when invalid, kept out with an
-// error log line naming the field. Waits are bounded polls, never timed assertions.
+// error log line naming the field; values past their upper bounds are refused by the API and on
+// SIGHUP alike, and the start workers' threads go when max_concurrent_starts goes down. Waits
+// are bounded polls, never timed assertions.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -267,6 +271,76 @@ TEST_F(AdminIntegrationTest, SighupAppliesAValidFileAndKeepsOutAnInvalidOne) {
   EXPECT_NE(Log().find("ignored until restart"), std::string::npos) << Log();
   EXPECT_EQ(Pool()["image"], "sandbox-mcp-python:latest");
   EXPECT_TRUE(WaitFor([&] { return Pool()["min_idle"] == 1; }, seconds(30)));
+}
+
+// Threads of a process: its /proc/<pid>/task entries.
+int Threads(pid_t pid) {
+  int n = 0;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++n;
+  }
+  return n;
+}
+
+// Issue 34: PATCH max_concurrent_starts 1500 took the server from 78 to 1,576 threads, which
+// stayed after setting it back, and the API took up to 1,000,000. Now each size has an upper
+// bound (config/bounds.h) named in the refusal, by the API and on SIGHUP alike, and a lowered
+// max_concurrent_starts gives its threads back.
+TEST_F(AdminIntegrationTest, SizesPastTheirBoundsAreRefusedAndStartThreadsAreGivenBack) {
+  Start(0);  // no containers: nothing starting, so every start worker is idle
+  for (const char* huge : {"1500", "1000000"}) {
+    auto refused = Call("PATCH", "/admin/pools/default", kAdminToken,
+                        std::string(R"({"max_concurrent_starts": )") + huge + "}");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << refused->body;
+    const json body = json::parse(refused->body, nullptr, false);
+    const std::string message = body["error"].value("message", "");
+    EXPECT_NE(
+        message.find(std::string("max_concurrent_starts: ") + huge + " is above its bound 64"),
+        std::string::npos)
+        << refused->body;
+  }
+  EXPECT_EQ(Pool()["max_concurrent_starts"], 2);
+
+  const int before = Threads(server_->pid());
+  auto raised =
+      Call("PATCH", "/admin/pools/default", kAdminToken, R"({"max_concurrent_starts": 64})");
+  ASSERT_TRUE(raised);
+  ASSERT_EQ(raised->status, 200) << raised->body;
+  const int high = Threads(server_->pid());
+  EXPECT_GE(high, before + 60) << "a start worker per concurrent start";
+  auto lowered =
+      Call("PATCH", "/admin/pools/default", kAdminToken, R"({"max_concurrent_starts": 2})");
+  ASSERT_TRUE(lowered);
+  ASSERT_EQ(lowered->status, 200) << lowered->body;
+  // Back to where it was (a few HTTP workers may come and go meanwhile).
+  EXPECT_TRUE(WaitFor([&] { return Threads(server_->pid()) <= before + 4; }, seconds(60)))
+      << before << " threads before, " << high << " at 64 starts, " << Threads(server_->pid())
+      << " after lowering to 2";
+
+  std::cout << "server threads: " << before << " at 2 starts, " << high << " at 64, "
+            << Threads(server_->pid()) << " back at 2\n";
+
+  // The file takes the same bound on SIGHUP: refused, logged with the key, value and bound.
+  server_->WriteRawConfig(R"({"instance_id": ")" + instance_ + R"(", "server": {"token": ")" +
+                          kRunToken + R"(", "admin_tokens": {"ops": ")" + kAdminToken +
+                          R"("}}, "sessions": {"enabled": false},
+                          "pools": [{"name": "default", "min_idle": 0, "max_total": 4,
+                                     "max_concurrent_starts": 1500,
+                                     "preload": [], "warm_plot": false}]})");
+  ASSERT_EQ(::kill(server_->pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Metrics().find(R"(sandbox_config_reloads_total{result="rejected"} 1)") !=
+               std::string::npos;
+      },
+      seconds(60)));
+  EXPECT_NE(Log().find("pools[0].max_concurrent_starts: 1500 is above its bound 64"),
+            std::string::npos)
+      << Log();
+  EXPECT_EQ(Pool()["max_concurrent_starts"], 2);
 }
 
 }  // namespace

@@ -1,24 +1,33 @@
 // The server binary's connection guard (server.max_header_bytes, max_headers, header_timeout_s,
 // max_body_bytes, ...): 300 idle and 300 trickling connections hold no HTTP worker, so a new
 // client's print(1) still runs, and the server's threads and memory do not grow with them;
-// heads and bodies over the limits are refused with JSON bodies that name the limit. Needs the
-// engine and the image (one warm sandbox for print(1)).
+// heads and bodies over the limits are refused with JSON bodies that name the limit; the server
+// listens on no TCP port but its public one, and its internal hop (a Unix socket) refuses every
+// other user's connection. Needs the engine and the image (one warm sandbox for print(1)).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -202,6 +211,106 @@ TEST_F(ServerGuardTest, IdleAndTricklingConnectionsHoldNoWorkerNorGrowTheServer)
   stop.store(true);
   trickler.join();
   EXPECT_EQ(timed_out, kTrickling) << sample;
+}
+
+// The inodes of the sockets a process holds (/proc/<pid>/fd links "socket:[N]").
+std::set<std::string> SocketInodes(int pid) {
+  std::set<std::string> inodes;
+  for (const auto& fd :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    std::error_code error;
+    const std::string target = std::filesystem::read_symlink(fd.path(), error).string();
+    if (!error && target.starts_with("socket:[")) {
+      inodes.insert(target.substr(8, target.size() - 9));
+    }
+  }
+  return inodes;
+}
+
+// Local ports of listening TCP sockets (IPv4 and IPv6) among `inodes`.
+std::set<int> ListeningTcpPorts(const std::set<std::string>& inodes) {
+  std::set<int> ports;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (state == "0A" && inodes.contains(inode)) {
+        ports.insert(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+      }
+    }
+  }
+  return ports;
+}
+
+// Paths of listening Unix sockets among `inodes`.
+std::vector<std::string> ListeningUnixPaths(const std::set<std::string>& inodes) {
+  std::vector<std::string> paths;
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string num, refs, protocol, flags, type, state, inode, path;
+    fields >> num >> refs >> protocol >> flags >> type >> state >> inode >> path;
+    // Flags 00010000: __SO_ACCEPTCON, a listening socket.
+    if (flags == "00010000" && inodes.contains(inode) && !path.empty()) paths.push_back(path);
+  }
+  return paths;
+}
+
+// Issue 34: cpp-httplib's internal loopback port answered anyone (403 after reading the whole
+// header), and 340 local connections trickling to it made /healthz time out. Now the server
+// listens on no TCP port but its public one; the hop is a Unix socket in a private directory,
+// and another user's 340 connections to it are each refused by the kernel, before any byte.
+TEST_F(ServerGuardTest, NoTcpPortButThePublicOneAndTheInternalHopRefusesOtherUsers) {
+  const std::set<std::string> inodes = SocketInodes(server_->pid());
+  ASSERT_FALSE(inodes.empty());
+  EXPECT_EQ(ListeningTcpPorts(inodes), std::set<int>{server_->port()});
+  const std::vector<std::string> unix_paths = ListeningUnixPaths(inodes);
+  ASSERT_EQ(unix_paths.size(), 1u) << "the internal socket";
+  const std::string path = unix_paths[0];
+  const std::string dir = path.substr(0, path.rfind('/'));
+  struct stat dir_stat {};
+  ASSERT_EQ(::stat(dir.c_str(), &dir_stat), 0) << dir;
+  EXPECT_EQ(dir_stat.st_mode & 0777, 0700u) << dir;
+  struct stat sock_stat {};
+  ASSERT_EQ(::stat(path.c_str(), &sock_stat), 0) << path;
+  EXPECT_EQ(sock_stat.st_mode & 0777, 0600u) << path;
+
+  // Another user (nobody) tries 340 connections: each is refused with EACCES. (The test runs
+  // as root, whom permissions do not stop; root can read the server's memory anyway.)
+  if (::geteuid() == 0 && dir_stat.st_uid == 0) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::memcpy(addr.sun_path, path.data(), path.size());
+      for (int i = 0; i < 340; ++i) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+        const int error = errno;
+        ::close(fd);
+        if (rc == 0 || error != EACCES) ::_exit(3);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not become nobody; 3: a connection was not "
+                                         "refused with EACCES";
+  }
+  // The server still answers.
+  httplib::Client client("127.0.0.1", server_->port());
+  auto res = client.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
 }
 
 TEST_F(ServerGuardTest, OversizedHeadsGet431Or414WithJsonNamingTheLimit) {

@@ -64,7 +64,7 @@ class AdminApiTest : public ::testing::Test {
 
   testing::FakePools pools_;
   PoolTuner tuner_{
-      pools_, nullptr,
+      pools_, PoolBounds{}, nullptr,
       std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>())};
   std::unique_ptr<http::RequestGuard> guard_;
   std::unique_ptr<AdminApi> api_;

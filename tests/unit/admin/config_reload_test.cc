@@ -39,7 +39,7 @@ class ConfigReloadTest : public ::testing::Test {
       "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
   testing::FakePools pools_;
   metrics::Metrics metrics_{metrics::MetricsOptions{"test"}};
-  PoolTuner tuner_{pools_, &metrics_, logger_};
+  PoolTuner tuner_{pools_, PoolBounds{}, &metrics_, logger_};
   config::Config running_;
   Result<config::Config> next_ = config::Config{};
   std::unique_ptr<http::RequestGuard> guard_;

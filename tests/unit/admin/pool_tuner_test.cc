@@ -21,7 +21,7 @@ class PoolTunerTest : public ::testing::Test {
   PoolTunerTest()
       : logger_(std::make_shared<spdlog::logger>(
             "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_))),
-        tuner_(pools_, &metrics_, logger_) {}
+        tuner_(pools_, PoolBounds{}, &metrics_, logger_) {}
 
   std::ostringstream log_;
   testing::FakePools pools_;
@@ -90,6 +90,60 @@ TEST_F(PoolTunerTest, RefusesWhatConfigValidationRefusesNamingTheField) {
   }
   EXPECT_EQ(pools_.applied(), 0);
   EXPECT_EQ(pools_.Settings("default")->sizes, (pool::PoolSizes{2, 8, 2}));
+}
+
+// The finding of issue 34: PATCH max_concurrent_starts 1500 started 1,500 threads, and the API
+// took up to 1,000,000. Each size has its bound (config/bounds.h), and the refusal names the
+// key, the value and the bound.
+TEST_F(PoolTunerTest, RefusesSizesAboveTheirBoundsNamingKeyValueAndBound) {
+  struct Case {
+    json change;
+    std::string names;
+  };
+  const std::vector<Case> cases = {
+      {json{{"max_concurrent_starts", 1500}}, "max_concurrent_starts: 1500 is above its bound " +
+                                                  std::to_string(config::kMaxConcurrentStarts)},
+      {json{{"max_concurrent_starts", 1000000}}, "1000000 is above its bound"},
+      {json{{"max_total", 5000}},
+       "max_total: 5000 is above its bound " + std::to_string(config::kMaxPoolTotal)},
+      {json{{"max_concurrent_starts", 99999999999LL}}, "max_concurrent_starts: 99999999999"},
+      {json{{"max_total", 18446744073709551615ULL}}, "max_total: 18446744073709551615"},
+  };
+  for (const auto& c : cases) {
+    auto changed = tuner_.Patch("default", c.change, "ops");
+    ASSERT_FALSE(changed.ok()) << c.change.dump();
+    EXPECT_EQ(changed.error().code(), ErrorCode::kInvalidArgument) << c.change.dump();
+    EXPECT_THAT(changed.error().message(), HasSubstr(c.names)) << c.change.dump();
+    EXPECT_THAT(changed.error().message(), HasSubstr("pool 'default'")) << c.change.dump();
+  }
+  EXPECT_EQ(pools_.applied(), 0);
+  // At the bound it passes.
+  auto at =
+      tuner_.Patch("default", json{{"max_concurrent_starts", config::kMaxConcurrentStarts}}, "ops");
+  ASSERT_TRUE(at.ok()) << at.error().ToString();
+  EXPECT_EQ(pools_.Settings("default")->sizes.max_concurrent_starts, config::kMaxConcurrentStarts);
+}
+
+// Within every per-pool bound, a change is still refused when the server's threads would not
+// fit the host: the same budget the configuration file passes (config::CheckThreadBudget).
+TEST(PoolTunerBudgetTest, RefusesAChangePastTheHostsThreadBudgetNamingIt) {
+  testing::FakePools pools;
+  config::Config running;  // default pool: 2 starts; sessions on
+  // A host whose task limit leaves just the running configuration's threads and 10 more.
+  const std::int64_t cost = config::ThreadCostOf(running).total();
+  const config::HostLimits host{2 * (cost + 10), "kernel.pid_max"};
+  PoolTuner tuner(pools, PoolBounds{running, host}, nullptr,
+                  std::make_shared<spdlog::logger>("test"));
+  // +4 starts cost 8 threads (the run pool's and the session pool's): within.
+  auto within = tuner.Patch("default", json{{"max_concurrent_starts", 6}}, "ops");
+  ASSERT_TRUE(within.ok()) << within.error().ToString();
+  auto past = tuner.Patch("default", json{{"max_concurrent_starts", 8}}, "ops");
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(past.error().message(), HasSubstr("max_concurrent_starts = 8"));
+  EXPECT_THAT(past.error().message(), HasSubstr("thread budget " + std::to_string(cost + 10)));
+  EXPECT_THAT(past.error().message(), HasSubstr("kernel.pid_max"));
+  EXPECT_EQ(pools.Settings("default")->sizes.max_concurrent_starts, 6);
 }
 
 TEST_F(PoolTunerTest, LimitsMergeOverTheCurrentOnes) {

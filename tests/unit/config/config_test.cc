@@ -469,6 +469,107 @@ TEST(ConfigTest, TasksSectionIsReadAndEachBoundChecked) {
   }
 }
 
+// Upper bounds (config/bounds.h): every value that costs threads, containers or descriptors has
+// one, and a refusal names the key, the value and the bound.
+TEST(ConfigBoundsTest, EachBoundedValueIsRefusedAboveItsBoundNamingKeyValueAndBound) {
+  struct Over {
+    std::string key;
+    std::int64_t bound;
+    void (*set)(Config&, std::int64_t);
+  };
+  const std::vector<Over> over = {
+      {"server.http_threads", kMaxHttpThreads,
+       [](Config& c, std::int64_t v) { c.server.http_threads = static_cast<int>(v); }},
+      {"server.max_streams", kMaxStreams,
+       [](Config& c, std::int64_t v) { c.server.max_streams = static_cast<int>(v); }},
+      {"server.max_connections", kMaxConnections,
+       [](Config& c, std::int64_t v) {
+         c.server.max_connections = static_cast<int>(v);
+         c.server.max_connections_per_ip = 1;
+       }},
+      {"server.max_mcp_sessions", kMaxMcpSessions,
+       [](Config& c, std::int64_t v) { c.server.max_mcp_sessions = static_cast<int>(v); }},
+      {"sessions.max_total", kMaxSessions,
+       [](Config& c, std::int64_t v) { c.sessions.max_total = static_cast<int>(v); }},
+      {"sessions.max_per_principal", kMaxSessions,
+       [](Config& c, std::int64_t v) { c.sessions.max_per_principal = static_cast<int>(v); }},
+      {"tasks.max_running", kMaxTasksRunning,
+       [](Config& c, std::int64_t v) {
+         c.tasks.max_running = static_cast<int>(v);
+         c.tasks.max_running_per_principal = 1;
+       }},
+      {"tasks.max_per_principal", kMaxTasksPerPrincipal,
+       [](Config& c, std::int64_t v) { c.tasks.max_per_principal = static_cast<int>(v); }},
+      {"pools[0].max_total", kMaxPoolTotal,
+       [](Config& c, std::int64_t v) { c.pools[0].max_total = static_cast<int>(v); }},
+      {"pools[0].max_concurrent_starts", kMaxConcurrentStarts,
+       [](Config& c, std::int64_t v) { c.pools[0].max_concurrent_starts = static_cast<int>(v); }},
+      {"pools", kMaxPools,
+       [](Config& c, std::int64_t v) {
+         for (std::int64_t i = 1; i < v; ++i) {
+           PoolConfig p;
+           p.name = "p" + std::to_string(i);
+           p.min_idle = 0;
+           p.max_concurrent_starts = 1;
+           c.pools.push_back(p);
+         }
+       }},
+  };
+  for (const auto& o : over) {
+    Config at;
+    o.set(at, o.bound);
+    EXPECT_TRUE(Validate(at).ok()) << o.key << " at its bound: " << Validate(at).error().message();
+    Config c;
+    o.set(c, o.bound + 1);
+    auto refused = Validate(c);
+    ASSERT_FALSE(refused.ok()) << o.key;
+    const std::string expected = "configuration " + o.key + ": " + std::to_string(o.bound + 1) +
+                                 " is above its bound " + std::to_string(o.bound) + " (";
+    EXPECT_EQ(refused.error().message().rfind(expected, 0), 0u) << refused.error().message();
+  }
+}
+
+// Every value within its ceiling, together past the host's budget: refused, naming the total,
+// each part and the host's limit; half the host's task limit is the budget.
+TEST(ConfigBoundsTest, TheThreadCostMustFitHalfTheHostsTaskLimit) {
+  Config c;
+  const ThreadCost cost = ThreadCostOf(c);
+  // The defaults: 64 HTTP threads and 2 per stream slot (256), 2 per running task (64), and the
+  // default pool's run and session pools (2 + 2 starts each).
+  EXPECT_EQ(cost.http, 64 + 2 * 256);
+  EXPECT_EQ(cost.tasks, 2 * 64);
+  EXPECT_EQ(cost.pools, 8);
+  EXPECT_EQ(cost.total(), kBaseThreads + 64 + 512 + 128 + 8);
+  EXPECT_TRUE(Validate(c, HostLimits{2 * cost.total(), "RLIMIT_NPROC"}).ok());
+  auto refused = Validate(c, HostLimits{2 * cost.total() - 2, "RLIMIT_NPROC"});
+  ASSERT_FALSE(refused.ok());
+  const std::string& message = refused.error().message();
+  EXPECT_NE(message.find("configuration threads: the server would run up to " +
+                         std::to_string(cost.total())),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("thread budget " + std::to_string(cost.total() - 1)), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("RLIMIT_NPROC"), std::string::npos) << message;
+  // Without sessions the session pools cost nothing; in stdio mode no HTTP threads.
+  c.sessions.enabled = false;
+  EXPECT_EQ(ThreadCostOf(c).pools, 4);
+  c.server.stdio = true;
+  EXPECT_EQ(ThreadCostOf(c).http, 0);
+  // An unknown host (0): the fixed ceiling; a large one: the ceiling too.
+  EXPECT_EQ(ThreadBudget(HostLimits{}), kMaxServerThreads);
+  EXPECT_EQ(ThreadBudget(HostLimits{4194304, "kernel.pid_max"}), kMaxServerThreads);
+  EXPECT_EQ(ThreadBudget(HostLimits{1000, "RLIMIT_NPROC"}), 500);
+}
+
+// This host's limits are read: some task limit is always known on Linux (pid_max at least).
+TEST(ConfigBoundsTest, ReadsThisHostsTaskLimit) {
+  const HostLimits host = ReadHostLimits();
+  EXPECT_GT(host.max_tasks, 0);
+  EXPECT_FALSE(host.source.empty());
+  EXPECT_LE(ThreadBudget(host), kMaxServerThreads);
+}
+
 TEST(ConfigTest, InteractiveInputIsAPoolBoolOffByDefault) {
   EXPECT_FALSE(PoolConfig{}.interactive_input);
   auto cfg = ApplyJson(Config{}, nlohmann::json::parse(

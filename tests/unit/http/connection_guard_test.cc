@@ -1,6 +1,7 @@
 // The ConnectionGuard in front of a real cpp-httplib server in this process (both on loopback;
 // no Docker): forwarding and keep-alive, response framing, refusals with JSON bodies, timeouts,
-// connection caps, cancellation on client disconnect and the internal port's peer check.
+// connection caps, cancellation on client disconnect, and the internal socket that only its
+// owner can reach.
 #include "sandbox/http/connection_guard.h"
 
 #include <arpa/inet.h>
@@ -10,10 +11,12 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -122,9 +125,6 @@ class GuardTest : public ::testing::Test {
   void Start(ConnectionGuardOptions options = {}) {
     request_guard_ = std::make_unique<RequestGuard>(GuardOptions{});
     HttpServerOptions http_options;
-    http_options.peer_allowed = [this](std::string_view addr, int port) {
-      return front_ != nullptr && front_->IsGuardPeer(addr, port);
-    };
     http_options.threads = 8;
     http_options.max_body_bytes = options.head.max_body_bytes;
     ConfigureHttpServer(http_, http_options, *request_guard_);
@@ -164,11 +164,12 @@ class GuardTest : public ::testing::Test {
     http_.Get("/throw", [](const httplib::Request&, httplib::Response&) {
       throw std::runtime_error("secret detail");
     });
-    internal_port_ = BindServer(http_, "127.0.0.1", 0);
-    ASSERT_GT(internal_port_, 0);
+    auto internal = InternalSocket::Bind(http_, ::testing::TempDir());
+    ASSERT_TRUE(internal.ok()) << internal.error().message();
+    internal_ = std::move(*internal);
     auto logger = std::make_shared<spdlog::logger>("guard-test",
                                                    std::make_shared<spdlog::sinks::null_sink_mt>());
-    auto guard = ConnectionGuard::Listen("127.0.0.1", 0, internal_port_, options, logger);
+    auto guard = ConnectionGuard::Listen("127.0.0.1", 0, internal_->path(), options, logger);
     ASSERT_TRUE(guard.ok()) << guard.error().message();
     front_ = std::move(*guard);
     front_thread_ = std::thread([this] { front_->Run(); });
@@ -184,10 +185,10 @@ class GuardTest : public ::testing::Test {
 
   httplib::Server http_;
   std::unique_ptr<RequestGuard> request_guard_;
+  std::unique_ptr<InternalSocket> internal_;
   std::unique_ptr<ConnectionGuard> front_;
   std::thread front_thread_;
   std::thread http_thread_;
-  int internal_port_ = 0;
   std::atomic<bool> stream_started_{false};
   std::atomic<bool> stream_cancelled_{false};
 };
@@ -252,13 +253,50 @@ TEST_F(GuardTest, AClientThatClosesCancelsItsStream) {
   EXPECT_TRUE(stream_cancelled_.load());
 }
 
-TEST_F(GuardTest, TheInternalPortRefusesConnectionsThatDidNotComeThroughTheGuard) {
+// The hop to cpp-httplib is a Unix socket in a directory only its owner may enter: another
+// user's process cannot connect to it (a loopback TCP port let anyone hold httplib's workers).
+TEST_F(GuardTest, TheInternalSocketIsReachableByItsOwnerOnly) {
   Start();
-  Raw direct(internal_port_);
-  ASSERT_TRUE(direct.Send(kGetHello));
-  const std::string response = direct.ReadResponse();
-  EXPECT_EQ(StatusOf(response), 403) << response;
-  EXPECT_NE(BodyOf(response).find("internal"), std::string::npos);
+  struct stat dir {};
+  ASSERT_EQ(::stat(internal_->directory().c_str(), &dir), 0);
+  EXPECT_TRUE(S_ISDIR(dir.st_mode));
+  EXPECT_EQ(dir.st_mode & 0777, 0700u);
+  EXPECT_EQ(dir.st_uid, ::getuid());
+  struct stat sock {};
+  ASSERT_EQ(::stat(internal_->path().c_str(), &sock), 0);
+  EXPECT_TRUE(S_ISSOCK(sock.st_mode));
+  EXPECT_EQ(sock.st_mode & 0777, 0600u);
+  // And the guard's requests still arrive through it.
+  Raw client(port());
+  ASSERT_TRUE(client.Send(kGetHello));
+  EXPECT_EQ(StatusOf(client.ReadResponse()), 200);
+}
+
+// The socket and its directory go with the InternalSocket.
+TEST(InternalSocketTest, RemovesItsSocketAndDirectoryWhenDestroyed) {
+  httplib::Server server;
+  auto internal = InternalSocket::Bind(server, ::testing::TempDir());
+  ASSERT_TRUE(internal.ok()) << internal.error().message();
+  const std::string dir = (*internal)->directory();
+  const std::string path = (*internal)->path();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  server.stop();
+  internal->reset();
+  EXPECT_NE(::stat(path.c_str(), &st), 0);
+  EXPECT_NE(::stat(dir.c_str(), &st), 0);
+}
+
+// A parent whose paths would not fit a Unix socket's address is refused, saying so.
+TEST(InternalSocketTest, ATooLongParentIsRefusedNamingTheLimit) {
+  const std::string parent = ::testing::TempDir() + "/" + std::string(100, 'p');
+  ASSERT_TRUE(::mkdir(parent.c_str(), 0700) == 0 || errno == EEXIST);
+  httplib::Server server;
+  auto internal = InternalSocket::Bind(server, parent);
+  ASSERT_FALSE(internal.ok());
+  EXPECT_NE(internal.error().message().find("TMPDIR"), std::string::npos)
+      << internal.error().message();
+  ::rmdir(parent.c_str());
 }
 
 TEST_F(GuardTest, HttplibsOwnRefusalsGetJsonBodies) {

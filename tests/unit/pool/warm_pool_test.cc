@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <set>
 #include <thread>
@@ -841,6 +842,53 @@ TEST_F(WarmPoolTuningTest, LoweringMaxConcurrentStartsLimitsStartsInFlight) {
   factory_.BlockCreate(false);
   ASSERT_TRUE(WaitForIdle(4));
   EXPECT_EQ(factory_.max_in_create(), 1);  // the other workers waited for the one start
+}
+
+// Threads of this process (the pool's and the test's).
+int TaskCount() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+// Issue 34: raising max_concurrent_starts started a thread per start, and lowering it kept them
+// all. Workers beyond a lowered value end; idle ones within Resize() itself.
+TEST_F(WarmPoolTuningTest, LoweringMaxConcurrentStartsGivesTheWorkersThreadsBack) {
+  PoolOptions options = Options();
+  options.min_idle = 0;
+  WarmPool& pool = StartPool(options);
+  EXPECT_EQ(pool.stats().start_workers, 2);
+  const int before = TaskCount();
+  pool.Resize({0, 4, 40});
+  EXPECT_EQ(pool.stats().start_workers, 40);
+  EXPECT_EQ(TaskCount(), before + 38);
+  pool.Resize({0, 4, 2});
+  EXPECT_EQ(pool.stats().start_workers, 2);
+  EXPECT_EQ(TaskCount(), before);
+  // And they come back when it rises again.
+  pool.Resize({0, 4, 5});
+  EXPECT_EQ(pool.stats().start_workers, 5);
+  EXPECT_EQ(TaskCount(), before + 3);
+}
+
+// A worker beyond the new value that is in a start finishes it, then ends.
+TEST_F(WarmPoolTuningTest, AWorkerInAStartEndsWhenItsStartEnds) {
+  PoolOptions options = Options();
+  options.min_idle = 3;
+  options.max_concurrent_starts = 3;
+  factory_.BlockCreate(true);
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitFor([&] { return factory_.attempts() == 3; }));
+  pool.Resize({3, 4, 1});
+  EXPECT_EQ(pool.stats().start_workers, 3);  // all three are in a start
+  factory_.BlockCreate(false);
+  ASSERT_TRUE(WaitFor([&] { return pool.stats().start_workers == 1; }));
+  ASSERT_TRUE(WaitForIdle(3));
+  pool.Resize({3, 4, 2});  // the ended one is joined and a new one takes its place
+  EXPECT_EQ(pool.stats().start_workers, 2);
 }
 
 TEST_F(WarmPoolTuningTest, DrainReplacesIdleAtOnceAndLeasedWhenReturned) {
