@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string_view>
 
@@ -29,9 +30,10 @@ std::int64_t ParseNumber(std::string_view text) {
 std::int64_t MachineMemoryBytes(const std::string& meminfo, const std::string& cgroup_limit) {
   std::int64_t total = 0;
   constexpr std::string_view kKey = "MemTotal:";
-  if (auto at = meminfo.find(kKey); at != std::string::npos) {
-    const std::int64_t kib = ParseNumber(std::string_view(meminfo).substr(at + kKey.size()));
-    if (kib > 0 && kib < (INT64_MAX >> 10)) total = kib << 10;
+  const std::string_view text = meminfo;
+  if (auto at = text.find(kKey); at != std::string_view::npos) {
+    const std::int64_t kib = ParseNumber(text.substr(at + kKey.size()));
+    if (kib > 0 && kib < (std::numeric_limits<std::int64_t>::max() >> 10)) total = kib << 10;
   }
   // cgroup v1 says "no limit" with a huge number (PAGE_COUNTER_MAX pages); any limit above
   // the RAM is no limit either way, so min() covers both.

@@ -75,10 +75,16 @@ void Task::Touch() { updated_ = options_.now ? options_.now() : Clock::now(); }
 void Task::AppendOutput(std::string_view text) {
   std::lock_guard lock(mu_);
   output_total_ += text.size();
-  output_.append(text);
-  if (output_.size() > options_.live_output_bytes) {
-    output_.erase(0, output_.size() - options_.live_output_bytes);
+  const std::size_t bound = options_.live_output_bytes;
+  if (text.size() >= bound) {
+    // Only the chunk's own tail survives: never let one large chunk grow the buffer's capacity,
+    // which erase() would keep for the task's whole life.
+    output_.assign(text.substr(text.size() - bound));
+  } else {
+    output_.append(text);
+    if (output_.size() > bound) output_.erase(0, output_.size() - bound);
   }
+  if (output_.capacity() > 2 * bound) output_.shrink_to_fit();
 }
 
 json Task::AwaitInput(const json& requests, std::chrono::milliseconds wait) {
@@ -150,6 +156,9 @@ void Task::End(TaskStatus status, json payload) {
     }
     unanswered = TakeAskersLocked();
     pending_ = json::object();
+    // The live tail shows only while the task works; a kept task holds its result alone (its
+    // bytes are what tasks.max_result_bytes counts).
+    std::string().swap(output_);
     if (cancel_requested_) {
       status_ = TaskStatus::kCancelled;
     } else {

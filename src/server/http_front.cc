@@ -150,9 +150,9 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   RaiseDescriptorLimit(config.server, logger);
   http::ConnectionGuardOptions guard_options = ConnectionGuardOptionsOf(config.server);
   guard_options.inflight = &front.inflight;  // request bodies reserve their bytes there
-  auto listening = http::ConnectionGuard::Listen(config.server.listen_host,
-                                                 config.server.listen_port, (*internal)->path(),
-                                                 guard_options, logger);
+  auto listening =
+      http::ConnectionGuard::Listen(config.server.listen_host, config.server.listen_port,
+                                    (*internal)->path(), guard_options, logger);
   if (!listening.ok()) return Fail(logger, listening.error());
   guarded_port = std::move(*listening);
 

@@ -30,7 +30,7 @@ struct ProbeSources {
   const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;
   const mcp::TaskStore* tasks = nullptr;  // kept task results
-  const ByteBudget* inflight = nullptr;  // memory.inflight_bytes
+  const ByteBudget* inflight = nullptr;   // memory.inflight_bytes
   const config::Config* config = nullptr;
   metrics::Metrics* metrics = nullptr;
   // Set once shutdown begins: /readyz answers 503 from then on.

@@ -3,7 +3,8 @@
 // the end, server starts and shutdowns come on top) by 8 concurrent clients of the official TypeScript SDK (1.32.2,
 // tests/e2e's node_modules) over Streamable HTTP, through the real Docker engine. The clients mix
 // every kind of run a model makes: print, matplotlib plots, exceptions, timeouts, memory kills,
-// output floods, file round trips, sessions and cancellations.
+// output floods, file round trips, sessions and cancellations; and the memory pressure of
+// pressure.mjs: answers at their byte bounds, a stalled SSE reader, kept task results.
 //
 // It fails (exit 1) on any unexpected error (a call that rejects, a client or transport error,
 // a response to a cancelled request), on any verdict other than the workload's, when the
@@ -23,6 +24,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { E2E_DIR, PNG_SIGNATURE, deadline, sleep, startServer, textOf } from '../e2e/lib/server.mjs';
+import { PRESSURE_CONFIG, PRESSURE_EXPECTED, PRESSURE_WEIGHTS, pressureWorkloads } from './pressure.mjs';
 
 if (!existsSync(path.join(E2E_DIR, 'node_modules', '@modelcontextprotocol', 'sdk'))) {
   console.error(`soak: the MCP clients are not installed: run \`npm ci\` in ${E2E_DIR} (scripts/soak.sh does)`);
@@ -79,7 +81,8 @@ const QUIET_TIMEOUT_MS = 90_000;
 const REST_SETTLE_MS = 5_000;
 const POOL = { min_idle: 2, max_total: 4, acquire_timeout_ms: 120_000, limits: { memory_bytes: 256 << 20 } };
 // No restart grace: the soak checks that nothing of its instance outlives the server.
-const CONFIG = { sessions: { warm: 1, max_total: 8, max_per_principal: 8, restart_grace_s: 0 } };
+// The memory-pressure workloads (pressure.mjs) bring bounds small enough to reach every cycle.
+const CONFIG = { sessions: { warm: 1, max_total: 8, max_per_principal: 8, restart_grace_s: 0 }, ...PRESSURE_CONFIG };
 
 // ---- failures ----------------------------------------------------------------------------
 
@@ -240,12 +243,16 @@ const WORKLOADS = {
       `the aborted call ended with ${settled.error ? String(settled.error) : JSON.stringify(settled.result).slice(0, 300)}`);
     return 'cancelled';
   },
+
+  // Answers at their byte bounds, a stalled reader, kept task results (issue 34).
+  ...pressureWorkloads({ call, expectVerdict, check }),
 };
 
 const EXPECTED = { print: 'ok', plot: 'ok', exception: 'error', timeout: 'timeout', memory: 'memory',
-  flood: 'output_limit', files: 'ok', session: 'ok', cancel: 'cancelled' };
-// How often each workload comes up in a client's cycle of 16 calls.
-const WEIGHTS = { print: 3, plot: 2, exception: 2, files: 2, timeout: 2, memory: 1, flood: 1, session: 2, cancel: 1 };
+  flood: 'output_limit', files: 'ok', session: 'ok', cancel: 'cancelled', ...PRESSURE_EXPECTED };
+// How often each workload comes up in a client's cycle of 20 calls.
+const WEIGHTS = { print: 3, plot: 2, exception: 2, files: 2, timeout: 2, memory: 1, flood: 1, session: 2, cancel: 1,
+  ...PRESSURE_WEIGHTS };
 
 // A deterministic shuffle per client, so clients do not run the same workload in lockstep.
 function cycleFor(index) {
@@ -301,6 +308,22 @@ function healthz(baseUrl) {
         } catch {
           resolve(null);
         }
+      });
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(null));
+  });
+}
+
+// The bytes of finished task results the server keeps (its /metrics), in KiB; null when absent.
+function keptResultKib(baseUrl) {
+  return new Promise((resolve) => {
+    const req = http.get(`${baseUrl}/metrics`, { agent: false, timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => {
+        const m = /^sandbox_task_result_bytes(?:\{\})? ([0-9.e+]+)$/m.exec(body);
+        resolve(m ? Math.round(Number(m[1]) / 1024) : null);
       });
     });
     req.on('timeout', () => req.destroy());
@@ -429,7 +452,7 @@ async function runPhase(mode, logDir, stamp) {
       const workload = cycle[n % cycle.length];
       const started = Date.now();
       try {
-        const verdict = await WORKLOADS[workload](client, n);
+        const verdict = await WORKLOADS[workload](client, n, server.baseUrl);
         runs.push({ workload, verdict, ms: Date.now() - started, t_s: Number(elapsed().toFixed(1)) });
       } catch (err) {
         runs.push({ workload, verdict: 'failed', ms: Date.now() - started, t_s: Number(elapsed().toFixed(1)) });
@@ -455,6 +478,7 @@ async function runPhase(mode, logDir, stamp) {
       return null;
     });
     marks.baseline = sample('baseline');
+    marks.baseline.kept_kib = await keptResultKib(server.baseUrl);
     log(`baseline ${JSON.stringify(marks.baseline)}`);
     stopAt = Date.now() + PHASE_MS - WARMUP_MS;
     release();
@@ -465,6 +489,7 @@ async function runPhase(mode, logDir, stamp) {
       return null;
     });
     marks.end = sample('end');
+    marks.end.kept_kib = await keptResultKib(server.baseUrl);
     log(`end ${JSON.stringify(marks.end)}`);
   } finally {
     clearInterval(sampler);
@@ -504,8 +529,11 @@ function summarize(phase) {
   const resources = {};
   for (const key of ['rss_kib', 'threads', 'fds']) {
     const values = phase.samples.map((s) => s[key]);
-    const base = phase.marks.baseline?.[key];
-    const end = phase.marks.end?.[key];
+    // Kept task results fill their own byte budget (tasks.max_result_bytes_per_principal, checked
+    // in failuresOf) during the phase: RSS is compared without them.
+    const kept = (m) => (key === 'rss_kib' ? (phase.marks[m]?.kept_kib ?? 0) : 0);
+    const base = phase.marks.baseline?.[key] === undefined ? undefined : phase.marks.baseline[key] - kept('baseline');
+    const end = phase.marks.end?.[key] === undefined ? undefined : phase.marks.end[key] - kept('end');
     resources[key] = { start: values[0], baseline: base, end, max: Math.max(...values),
       growth: base && end !== undefined ? (end - base) / base : null };
   }
@@ -531,6 +559,12 @@ function failuresOf(phase, s) {
     else if (key === 'fds' && r.end - r.baseline <= FD_CACHE_SLACK) continue;
     else if (r.growth >= GROWTH_LIMIT) out.push(`${key} grew ${(r.growth * 100).toFixed(1)} % after warm-up (${r.baseline} -> ${r.end})`);
   }
+  const keptBound = PRESSURE_CONFIG.tasks.max_result_bytes_per_principal / 1024;
+  for (const m of ['baseline', 'end']) {
+    const kept = phase.marks[m]?.kept_kib;
+    if (kept === null || kept === undefined) out.push(`kept task results at ${m}: /metrics has no sandbox_task_result_bytes`);
+    else if (kept > keptBound) out.push(`kept task results at ${m}: ${kept} KiB, above their bound of ${keptBound} KiB`);
+  }
   if (!phase.exit || phase.exit.code !== 0 || phase.exit.timed_out) out.push(`server exit after SIGTERM: ${JSON.stringify(phase.exit)}`);
   if (phase.leftovers?.length) out.push(`${phase.leftovers.length} containers of ${phase.instance_id} left after the server stopped`);
   return out;
@@ -552,6 +586,7 @@ function report(summaries, phases, meta) {
       rows.push([name, w.runs, w.expected, Object.entries(w.verdicts).map(([v, c]) => `${v}=${c}`).join(','), w.p50_ms, w.p90_ms, w.p99_ms, w.max_ms]);
     }
     lines.push(table(rows), '');
+    lines.push(`RSS is compared without the kept task results: baseline ${phases[i].marks.baseline?.kept_kib} KiB, end ${phases[i].marks.end?.kept_kib} KiB`, '');
     const res = [['server', 'start', 'baseline', 'end', 'max', 'growth']];
     for (const [key, r] of Object.entries(s.resources)) {
       res.push([key, r.start, r.baseline, r.end, r.max, r.growth === null ? '-' : `${(r.growth * 100).toFixed(1)} %`]);
