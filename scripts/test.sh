@@ -24,9 +24,12 @@ background_log="$(mktemp)"
 background=""
 # An interrupted run stops the background step too (its own session and process group).
 trap '[[ -n "$background" ]] && kill -- -"$background" 2>/dev/null; rm -f "$summary" "$background_log"' EXIT
+# Each step and the build print their wall time, so CI's log says where the minutes went.
+took() { printf '[test] %s: %d s (at %d s)\n' "$1" "$((SECONDS - $2))" "$SECONDS"; }
 step() {
-  local rc=0
+  local rc=0 start=$SECONDS
   ctest "${ctest_args[@]}" "$@" | tee -a "$summary" || rc=${PIPESTATUS[0]}
+  took "ctest $*" "$start"
   ((rc == 0)) || status=1
 }
 # Background (label background: lint, the sanitizer build): CPU-only work that nothing times.
@@ -38,9 +41,13 @@ setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
   exec nice -n 19 ctest "$@"' background "${ctest_args[@]}" -L '^background$' \
   >"$background_log" 2>&1 &
 background=$!
+took "host preparation and configure" 0
 build_status=0
+build_start=$SECONDS
 cmake --build "$build" -j "$(nproc)" || build_status=$?
+took build "$build_start"
 wait_for_image
+took "build and sandbox image" "$build_start"
 ((build_status == 0)) || exit "$build_status"
 # 1. The hermetic unit and harness tests, two at a time.
 step -L '^unit$' -j 2
@@ -48,7 +55,9 @@ step -L '^unit$' -j 2
 #    metrics, soak), one at a time as always.
 step -L '^integration$'
 background_rc=0
+wait_start=$SECONDS
 wait "$background" || background_rc=$?
+took "waiting for the background step" "$wait_start"
 background=""
 cat "$background_log"
 cat "$background_log" >>"$summary"
