@@ -51,9 +51,9 @@ std::int64_t Nanos(Clock::duration d) {
 // Per-decision wall times, and the figures the table prints.
 struct Samples {
   std::vector<std::int64_t> ns;
-  std::int64_t cpu_ns = 0;     // process CPU over the untimed batch
-  std::int64_t batch_ns = 0;   // wall time over the untimed batch
-  std::int64_t batch_n = 0;    // decisions in the untimed batch
+  std::int64_t cpu_ns = 0;    // process CPU over the untimed batch
+  std::int64_t batch_ns = 0;  // wall time over the untimed batch
+  std::int64_t batch_n = 0;   // decisions in the untimed batch
 
   double Percentile(double p) {
     std::sort(ns.begin(), ns.end());
@@ -124,7 +124,7 @@ void StartOne(Pool& pool) {
   pool.Ready(i);
 }
 
-struct Result {
+struct Row {
   const char* name;
   Samples samples;
 };
@@ -263,23 +263,25 @@ int main(int argc, char** argv) {
   }
   const std::string load_before = LoadAverage();
   int spread = 0;
-  Result results[] = {
+  Row results[] = {
       {"fill: start, from empty to full", Fill(options, options.seed, spread)},
       {"recycle at 90 % leased: lend", Steady(options, options.seed, false, Purpose::kLend)},
       {"fresh at 90 % leased: lend", Steady(options, options.seed, true, Purpose::kLend)},
       {"fresh at 90 % leased: start", Steady(options, options.seed, true, Purpose::kStart)},
   };
-  std::printf("placement_bench: %d engines, %d sandboxes (share %.1f each), %d timed decisions "
-              "per steady row, seed %llu\n",
-              options.engines, options.sandboxes,
-              static_cast<double>(options.sandboxes) / options.engines, options.decisions,
-              static_cast<unsigned long long>(options.seed));
-  std::printf("load average before: %s, after: %s; two clock reads cost %.0f ns (in every "
-              "timed figure)\n",
-              load_before.c_str(), LoadAverage().c_str(), ClockOverheadNs());
-  std::printf("fill spread: after each fill the fullest and the emptiest engine differ by at most "
-              "%d sandbox(es)\n\n",
-              spread);
+  std::printf(
+      "placement_bench: %d engines, %d sandboxes (share %.1f each), %d timed decisions "
+      "per steady row, seed %llu\n",
+      options.engines, options.sandboxes, static_cast<double>(options.sandboxes) / options.engines,
+      options.decisions, static_cast<unsigned long long>(options.seed));
+  std::printf(
+      "load average before: %s, after: %s; two clock reads cost %.0f ns (in every "
+      "timed figure)\n",
+      load_before.c_str(), LoadAverage().c_str(), ClockOverheadNs());
+  std::printf(
+      "fill spread: after each fill the fullest and the emptiest engine differ by at most "
+      "%d sandbox(es)\n\n",
+      spread);
   std::printf(
       "| decision | p50 ns | p90 ns | p99 ns | p99.9 ns | max ns | CPU ns/decision | wall "
       "ns/decision |\n");

@@ -199,16 +199,17 @@ Status ApplyDocker(const json& doc, const std::string& path, DockerConfig& docke
       }
     }
   }
-  SANDBOX_RETURN_IF_ERROR(r.ReadObject("engines", [&](const json& v, const std::string& p) -> Status {
-    if (!v.is_array()) return Invalid(p, "expected an array of engine objects");
-    docker.engines.clear();
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      EngineConfig engine;
-      SANDBOX_RETURN_IF_ERROR(ApplyEngine(v[i], p + "[" + std::to_string(i) + "]", engine));
-      docker.engines.push_back(std::move(engine));
-    }
-    return OkStatus();
-  }));
+  SANDBOX_RETURN_IF_ERROR(
+      r.ReadObject("engines", [&](const json& v, const std::string& p) -> Status {
+        if (!v.is_array()) return Invalid(p, "expected an array of engine objects");
+        docker.engines.clear();
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          EngineConfig engine;
+          SANDBOX_RETURN_IF_ERROR(ApplyEngine(v[i], p + "[" + std::to_string(i) + "]", engine));
+          docker.engines.push_back(std::move(engine));
+        }
+        return OkStatus();
+      }));
   SANDBOX_RETURN_IF_ERROR(r.Read("host", docker.host));
   SANDBOX_RETURN_IF_ERROR(r.Read("tls_ca", docker.tls_ca));
   SANDBOX_RETURN_IF_ERROR(r.Read("tls_cert", docker.tls_cert));

@@ -4,6 +4,8 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "object_reader.h"
 #include "sandbox/config/bounds.h"
@@ -91,7 +93,8 @@ Status CheckEngine(const EngineConfig& e, const std::string& where, const std::s
                                  "tls_cert and tls_key)");
   }
   if (!e.seccomp_profile_path.empty() && e.seccomp_profile_path[0] != '/') {
-    return Invalid(where + ".seccomp_profile_path", "must be an absolute path on the engine's host");
+    return Invalid(where + ".seccomp_profile_path",
+                   "must be an absolute path on the engine's host");
   }
   return OkStatus();
 }

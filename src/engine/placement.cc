@@ -22,8 +22,7 @@ double Score(const EngineLoad& e, Purpose purpose) {
 
 }  // namespace
 
-std::optional<std::size_t> Choose(const std::vector<EngineLoad>& loads, Purpose purpose,
-                                  Rng& rng) {
+std::optional<std::size_t> Choose(const std::vector<EngineLoad>& loads, Purpose purpose, Rng& rng) {
   // Two passes, so a tie costs one draw however many engines share the minimum. Equal counts
   // over equal shares divide to the same double, so ties are exact.
   double best = 0;

@@ -15,12 +15,12 @@ namespace sandbox::engine {
 
 // One engine as one pool sees it at the moment of a decision.
 struct EngineLoad {
-  bool up = true;          // answering (the engine watch); a down engine is never chosen
-  bool draining = false;   // POST /admin/engines/{name}/drain: no new placements
-  bool has_image = true;   // false: excluded from this pool (its image is missing there)
-  int idle = 0;            // this pool's idle sandboxes on the engine
-  int leased = 0;          // this pool's sandboxes lent out (runs, sessions) on the engine
-  int starting = 0;        // this pool's starts in flight on the engine
+  bool up = true;         // answering (the engine watch); a down engine is never chosen
+  bool draining = false;  // POST /admin/engines/{name}/drain: no new placements
+  bool has_image = true;  // false: excluded from this pool (its image is missing there)
+  int idle = 0;           // this pool's idle sandboxes on the engine
+  int leased = 0;         // this pool's sandboxes lent out (runs, sessions) on the engine
+  int starting = 0;       // this pool's starts in flight on the engine
   // Starts in flight this engine takes at once for the pool (the pool's max_concurrent_starts).
   int max_concurrent_starts = 2;
   // The engine's share of the pool's max_total: max_total / n over n eligible engines. Only the
@@ -53,8 +53,8 @@ class Rng {
 
 // The index in `loads` of the engine to use: the exact minimum score over the eligible engines,
 // ties broken uniformly at random (one draw of `rng`, none without a tie). nullopt when no
-// engine is eligible. Scoring every engine rather than sampling K: the counts are this
-// process's own and current, and the scan is cheap (scale-out.md section 4; bench/placement_bench.cc).
+// engine is eligible. Every engine is scored, none sampled: the counts are this process's own
+// and current, and the scan is cheap (scale-out.md section 4, bench/placement_bench.cc).
 std::optional<std::size_t> Choose(const std::vector<EngineLoad>& loads, Purpose purpose, Rng& rng);
 
 }  // namespace sandbox::engine

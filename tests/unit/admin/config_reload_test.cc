@@ -149,7 +149,8 @@ TEST(RestartOnlyChangesTest, EnginesNeedARestart) {
   EXPECT_THAT(RestartOnlyChanges(a, b), Contains(HasSubstr("docker.engines")));
 
   config::Config listed = a;
-  listed.docker.engines = {Engine("e1", "unix:///run/e1.sock"), Engine("e2", "unix:///run/e2.sock")};
+  listed.docker.engines = {Engine("e1", "unix:///run/e1.sock"),
+                           Engine("e2", "unix:///run/e2.sock")};
   config::Config more = listed;
   more.docker.engines.push_back(Engine("e3", "unix:///run/e3.sock"));
   EXPECT_THAT(RestartOnlyChanges(listed, more),

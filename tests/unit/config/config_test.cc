@@ -417,8 +417,8 @@ TEST(EngineConfigTest, EnginesAreReadAndTheShorthandIsOneEngineNamedLocal) {
 // default: the file's reader sees the keys, Validate() the values.
 TEST(EngineConfigTest, TheShorthandTogetherWithEnginesIsRefused) {
   for (const char* key : {"host", "tls_ca", "tls_cert", "tls_key"}) {
-    json doc = json::parse(
-        R"({"docker": {"engines": [{"name": "e1", "host": "unix:///run/e1.sock"}]}})");
+    json doc =
+        json::parse(R"({"docker": {"engines": [{"name": "e1", "host": "unix:///run/e1.sock"}]}})");
     doc["docker"][key] = std::string(key) == "host" ? "unix:///var/run/docker.sock" : "/x.pem";
     auto both = ApplyJson(Config{}, doc);
     ASSERT_FALSE(both.ok()) << key;
@@ -476,7 +476,8 @@ TEST(EngineConfigTest, EachBadEngineIsRefusedNamingTheField) {
       {"docker.engines[0].name",
        "1-32 characters",
        {engine("a123456789b123456789c123456789d12", "unix:///a")}},
-      {"docker.engines[1].name", "duplicate engine \"e1\"",
+      {"docker.engines[1].name",
+       "duplicate engine \"e1\"",
        {engine("e1", "unix:///a"), engine("e1", "unix:///b")}},
       {"docker.engines[0].host", "unix:///path or tcp://host:port", {engine("e1", "")}},
       {"docker.engines[0].host",
@@ -508,18 +509,19 @@ TEST(EngineConfigTest, EachBadEngineIsRefusedNamingTheField) {
     config.docker.engines = c.engines;
     auto refused = Validate(config);
     ASSERT_FALSE(refused.ok()) << c.field << " " << c.what;
-    EXPECT_THAT(refused.error().message(), ::testing::HasSubstr(std::string("configuration ") +
-                                                                c.field + ":"));
+    EXPECT_THAT(refused.error().message(),
+                ::testing::HasSubstr(std::string("configuration ") + c.field + ":"));
     EXPECT_THAT(refused.error().message(), ::testing::HasSubstr(c.what));
   }
 
   // What is allowed: loopback tcp:// without TLS (the test engines of item 6 use TLS anyway),
   // any tcp:// with all three files, names at the bounds.
   Config fine;
-  fine.docker.engines = {engine("a", "tcp://127.0.0.1:2375"), engine("b", "tcp://localhost:2375"),
-                         engine("c", "tcp://[::1]:2375"),
-                         with_tls(engine("a123456789b123456789c123456789d1", "tcp://10.0.0.5:2376")),
-                         engine("0-x", "unix:///run/x.sock")};
+  fine.docker.engines = {
+      engine("a", "tcp://127.0.0.1:2375"), engine("b", "tcp://localhost:2375"),
+      engine("c", "tcp://[::1]:2375"),
+      with_tls(engine("a123456789b123456789c123456789d1", "tcp://10.0.0.5:2376")),
+      engine("0-x", "unix:///run/x.sock")};
   EXPECT_TRUE(Validate(fine).ok()) << Validate(fine).error().ToString();
 }
 
@@ -563,14 +565,16 @@ TEST(EngineConfigTest, PoolEnginesNameConfiguredEnginesOnce) {
   c.pools[0].engines = {"e1", "e3"};
   auto refused = Validate(c);
   ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configuration pools[0].engines[1]:"));
+  EXPECT_THAT(refused.error().message(),
+              ::testing::HasSubstr("configuration pools[0].engines[1]:"));
   EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("no engine named \"e3\""));
   EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configured: e1, e2"));
 
   c.pools[0].engines = {"e1", "e1"};
   refused = Validate(c);
   ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configuration pools[0].engines[1]:"));
+  EXPECT_THAT(refused.error().message(),
+              ::testing::HasSubstr("configuration pools[0].engines[1]:"));
   EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("listed twice"));
 
   // With the shorthand the one engine is "local".
