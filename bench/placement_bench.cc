@@ -79,7 +79,7 @@ class Pool {
     const std::optional<std::size_t> pick = Choose(loads_, purpose, placement_);
     if (!pick) {
       std::fprintf(stderr, "placement_bench: no engine eligible (a bug in the workload)\n");
-      std::exit(1);
+      std::abort();
     }
     return *pick;
   }
@@ -125,7 +125,7 @@ void StartOne(Pool& pool) {
 }
 
 struct Row {
-  const char* name;
+  const char* name = "";
   Samples samples;
 };
 
