@@ -20,6 +20,7 @@
 
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/docker/docker_engine.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/sandbox.h"
@@ -126,7 +127,7 @@ class HarnessSandboxMaker final : public SandboxMaker {
   const runner::SandboxSetup& setup() const;     // the full one now
   void NoteVersion(const runner::HarnessSandbox& sandbox);
 
-  const docker::Client& client_;
+  docker::DockerEngine engine_;
   std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex setups_mu_;
   std::vector<std::unique_ptr<const runner::SandboxSetup>> all_setups_;
