@@ -16,6 +16,7 @@
 #include "sandbox/core/machine_memory.h"
 #include "sandbox/core/memory_trim.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/docker/docker_engine.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metrics.h"
@@ -67,10 +68,12 @@ int Run(const Invocation& invocation) {
   }
   logger->info("Docker engine at {} (API {})", config.docker.host,
                (*client)->api_version().ToString());
+  // Everything below reaches the engine through this seam only (engine/container_engine.h).
+  const sandbox::docker::DockerEngine local_engine("local", **client, logger);
 
   // Every container is labelled with this process as its owner; at start-up only containers
   // of the instance whose owner is provably gone are removed (a live server's are kept).
-  auto self = sandbox::service::DetectOwner(**client);
+  auto self = sandbox::service::DetectOwner(local_engine);
   if (!self.ok()) return Fail(logger, self.error());
   logger->debug("owner label of this server's containers: {}",
                 sandbox::service::FormatOwner(*self));
@@ -83,7 +86,7 @@ int Run(const Invocation& invocation) {
   // (docs/architecture.md, "Upgrades keep sessions").
   sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
   auto leftovers = sandbox::service::SweepLeftovers(
-      **client, sweep, sandbox::service::SystemOwnerProbe(**client), logger);
+      local_engine, sweep, sandbox::service::SystemOwnerProbe(local_engine), logger);
   if (!leftovers.ok()) return Fail(logger, leftovers.error());
 
   sandbox::service::ServiceOptions service_options;
@@ -103,7 +106,7 @@ int Run(const Invocation& invocation) {
   };
   // The run service, the session manager (null while sessions.enabled is false: no session
   // tool, resource or route is offered) and the adoption of an earlier server's sessions.
-  auto engine = sandbox::service::Engine::Start(config, **client, service_options,
+  auto engine = sandbox::service::Engine::Start(config, local_engine, service_options,
                                                 leftovers->left_sessions, logger);
   if (!engine.ok()) return Fail(logger, engine.error());
   sandbox::service::SandboxService& service = (*engine)->service();

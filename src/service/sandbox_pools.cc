@@ -75,17 +75,18 @@ PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const Serv
   return pools;
 }
 
-HarnessSandboxMaker::HarnessSandboxMaker(const docker::Client& client, runner::SandboxSetup setup,
+HarnessSandboxMaker::HarnessSandboxMaker(const engine::ContainerEngine& engine,
+                                         runner::SandboxSetup setup,
                                          std::shared_ptr<spdlog::logger> logger)
-    : engine_("local", client, logger), logger_(std::move(logger)) {
+    : engine_(engine), logger_(std::move(logger)) {
   std::lock_guard lock(setups_mu_);
   current_ = AddSetups(std::move(setup));
 }
 
-MakerFactory HarnessSandboxMaker::On(const docker::Client& client,
+MakerFactory HarnessSandboxMaker::On(const engine::ContainerEngine& engine,
                                      const std::shared_ptr<spdlog::logger>& logger) {
-  return [&client, logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
-    return std::make_unique<HarnessSandboxMaker>(client, std::move(setup), logger);
+  return [&engine, logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
+    return std::make_unique<HarnessSandboxMaker>(engine, std::move(setup), logger);
   };
 }
 

@@ -102,7 +102,7 @@ runner::ContainerHandle StartLabelled(const std::string& instance, const std::st
 
 // The owner label of a process that has exited: a child of this test, run and reaped.
 std::string DeadOwner() {
-  auto self = service::DetectOwner(Engine::Get().client());
+  auto self = service::DetectOwner(Engine::Get().engine());
   EXPECT_TRUE(self.ok());
   pid_t child = ::fork();
   if (child == 0) {
