@@ -149,7 +149,7 @@ int Run(const Invocation& invocation) {
   const int code =
       config.server.stdio
           ? ServeStdio(front)
-          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), client->get(), &service,
+          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &local_engine, &service,
                                          session_manager, &tasks});
   tasks.Shutdown();
   if (code != 0) return code;
