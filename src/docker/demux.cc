@@ -5,10 +5,6 @@
 
 namespace sandbox::docker {
 
-std::string_view StreamKindName(StreamKind kind) {
-  return kind == StreamKind::kStdout ? "stdout" : "stderr";
-}
-
 void Demuxer::Emit(Target target, std::string_view data, std::vector<StreamChunk>& out) {
   if (data.empty()) return;
   if (target == Target::kSystemError) {

@@ -15,9 +15,9 @@
 namespace sandbox::runner {
 namespace {
 
-using docker::CallOptions;
-using docker::Clock;
-using docker::Deadline;
+using engine::Clock;
+using engine::Deadline;
+using engine::DeadlineAfter;
 using nlohmann::json;
 
 // A harness frame's JSON, nesting-bounded like every JSON from outside (the run's code can
@@ -145,10 +145,12 @@ struct HarnessSandbox::RunLink {
   Clock::time_point fired_at;
 };
 
-HarnessSandbox::HarnessSandbox(const SandboxSetup& setup, ContainerHandle container,
-                               std::unique_ptr<docker::AttachedStream> stream,
+HarnessSandbox::HarnessSandbox(const engine::ContainerEngine& engine, const SandboxSetup& setup,
+                               ContainerHandle container,
+                               std::unique_ptr<engine::AttachedStream> stream,
                                std::shared_ptr<spdlog::logger> logger)
-    : setup_(setup),
+    : engine_(engine),
+      setup_(setup),
       container_(std::move(container)),
       stream_(std::move(stream)),
       logger_(std::move(logger)),
@@ -162,12 +164,12 @@ HarnessSandbox::~HarnessSandbox() {
 }
 
 Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
-    const docker::Client& client, const SandboxSetup& setup, std::shared_ptr<spdlog::logger> logger,
-    const std::atomic<bool>* cancel, StartExtras extras) {
-  const Deadline deadline = docker::DeadlineAfter(setup.start_timeout);
-  auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
-  const Error kStartCancelled(ErrorCode::kCancelled, "the sandbox start was cancelled");
-  if (cancelled()) return kStartCancelled;
+    const engine::ContainerEngine& engine, const SandboxSetup& setup,
+    std::shared_ptr<spdlog::logger> logger, const std::atomic<bool>* cancel, StartExtras extras) {
+  const Deadline deadline = DeadlineAfter(setup.start_timeout);
+  if (cancel != nullptr && cancel->load()) {
+    return Error(ErrorCode::kCancelled, std::string(engine::kLaunchCancelled));
+  }
   SandboxSpecInput input;
   input.pool = &setup.pool;
   input.container_seccomp_json = setup.container_seccomp_json;
@@ -176,39 +178,28 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   input.extra_labels.merge(extras.labels);
   input.session = setup.session;
   input.keep_stdin_open = setup.session && setup.watchdog.count() > 0;
-  auto created = client.CreateContainer(BuildSandboxSpec(input), CallOptions::Until(deadline));
-  if (!created.ok()) return created.error().WithContext("create sandbox container");
-  ContainerHandle handle(&client, created->id, logger);
-  if (cancelled()) return kStartCancelled;
+  // The engine removes what it made when the launch fails or is cancelled.
+  auto launched = engine.Launch(BuildSandboxSpec(input), deadline, cancel);
+  if (!launched.ok()) return launched.error();
+  ContainerHandle handle(&engine, launched->id, logger);
 
-  docker::AttachOptions attach;
-  attach.attach_stdin = true;
-  auto stream = client.Attach(handle.id(), attach, CallOptions::Until(deadline));
-  if (!stream.ok()) return stream.error().WithContext("attach to sandbox container");
-  if (cancelled()) return kStartCancelled;
-  auto started = client.StartContainer(handle.id(), CallOptions::Until(deadline));
-  if (!started.ok()) return started.error().WithContext("start sandbox container");
-
-  std::unique_ptr<HarnessSandbox> sandbox(
-      new HarnessSandbox(setup, std::move(handle), std::move(*stream), std::move(logger)));
+  std::unique_ptr<HarnessSandbox> sandbox(new HarnessSandbox(
+      engine, setup, std::move(handle), std::move(launched->stream), std::move(logger)));
   sandbox->session_id_ = std::move(extras.session_id);
   auto booted = sandbox->Boot(deadline, cancel);
   if (!booted.ok()) return booted.error();
-  sandbox->NarrowToRunLimits(client, deadline);
+  sandbox->NarrowToRunLimits(deadline);
   return sandbox;
 }
 
 Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Adopt(
-    const docker::Client& client, const SandboxSetup& setup, const std::string& container_id,
-    std::shared_ptr<spdlog::logger> logger) {
-  ContainerHandle handle(&client, container_id, logger);
-  docker::AttachOptions attach;
-  attach.attach_stdin = true;  // logs stay off: only what the harness says from now on
-  auto stream = client.Attach(handle.id(), attach,
-                              CallOptions::Within(std::chrono::milliseconds(setup.start_timeout)));
+    const engine::ContainerEngine& engine, const SandboxSetup& setup,
+    const std::string& container_id, std::shared_ptr<spdlog::logger> logger) {
+  ContainerHandle handle(&engine, container_id, logger);
+  auto stream = engine.Reattach(handle.id(), DeadlineAfter(setup.start_timeout));
   if (!stream.ok()) return stream.error().WithContext("attach to session container");
   std::unique_ptr<HarnessSandbox> sandbox(
-      new HarnessSandbox(setup, std::move(handle), std::move(*stream), std::move(logger)));
+      new HarnessSandbox(engine, setup, std::move(handle), std::move(*stream), std::move(logger)));
   sandbox->prepared_ = true;  // a session harness between calls
   return sandbox;
 }
@@ -220,7 +211,7 @@ void HarnessSandbox::Leave() {
   broken_ = true;
 }
 
-void HarnessSandbox::NarrowToRunLimits(const docker::Client& client, Deadline deadline) {
+void HarnessSandbox::NarrowToRunLimits(Deadline deadline) {
   const auto& pool = setup_.pool;
   // gVisor's cgroup files describe its own sandbox, not the container's: keep the ceiling.
   if (pool.runtime == "runsc") return;
@@ -230,7 +221,7 @@ void HarnessSandbox::NarrowToRunLimits(const docker::Client& client, Deadline de
     auto it = cgroup->find(key);
     return it == cgroup->end() ? std::optional<std::int64_t>() : JsonInteger(*it);
   };
-  docker::ResourceUpdate update;
+  engine::ResourceUpdate update;
   if (auto held = number("memory_bytes"); held && *held > 0) {
     update.memory_bytes = std::min(ContainerMemoryBytes(pool),
                                    *held + pool.limits.memory_bytes + kRelayHeadroomBytes);
@@ -240,14 +231,17 @@ void HarnessSandbox::NarrowToRunLimits(const docker::Client& client, Deadline de
     update.pids_limit = std::min(ContainerPidsLimit(pool), *tasks - 1 + pool.limits.pids);
   }
   if (update.memory_bytes == 0 && update.pids_limit == 0) return;
-  auto status =
-      client.UpdateContainer(container_.id(), update, docker::CallOptions::Until(deadline));
+  auto status = engine_.Narrow(container_.id(), update, deadline);
   if (status.ok()) {
     narrowed_ = update;
     if (logger_) {
       logger_->debug("sandbox {}: narrowed to {} bytes and {} pids for the runs", Name(),
                      update.memory_bytes, update.pids_limit);
     }
+  } else if (logger_ && status.error().code() == ErrorCode::kUnsupported) {
+    // An engine that cannot (Podman 4, Kubernetes) says so for every sandbox: no warning each.
+    logger_->debug("sandbox {}: the engine keeps the container's ceiling ({})", Name(),
+                   status.error().message());
   } else if (logger_) {
     // The creation ceiling stays: still bounded, only less precisely.
     logger_->warn(
@@ -323,7 +317,7 @@ Result<std::optional<Frame>> HarnessSandbox::NextFrame(Deadline deadline) {
     auto chunk = stream_->Read(deadline);
     if (!chunk.ok()) return chunk.error();
     if (!chunk->has_value()) return std::optional<Frame>();
-    if ((*chunk)->stream == docker::StreamKind::kStderr) {
+    if ((*chunk)->stream == engine::StreamKind::kStderr) {
       NoteHarnessStderr((*chunk)->data);
       continue;
     }
@@ -399,7 +393,7 @@ bool HarnessSandbox::NoteIdleMessage(json& msg) {
 
 Result<PingInfo> HarnessSandbox::Ping() {
   if (broken_) return Error(ErrorCode::kUnavailable, "the sandbox is broken");
-  const Deadline deadline = docker::DeadlineAfter(std::chrono::seconds(5));
+  const Deadline deadline = DeadlineAfter(std::chrono::seconds(5));
   if (auto sent = SendJson(json{{"op", "ping"}}, deadline); !sent.ok()) {
     MarkBroken("ping could not be sent");
     return Error(ErrorCode::kUnavailable, "the sandbox does not answer: " + sent.error().message());
@@ -531,7 +525,7 @@ Result<json> HarnessSandbox::SessionOp(json op) {
   op["id"] = id;
   // The harness answers within its op timeout or resets the session; a margin on top covers
   // large payloads crossing the stream.
-  const Deadline deadline = docker::DeadlineAfter(setup_.op_timeout + std::chrono::seconds(20));
+  const Deadline deadline = DeadlineAfter(setup_.op_timeout + std::chrono::seconds(20));
   if (auto sent = SendJson(op, deadline); !sent.ok()) {
     MarkBroken("op could not be sent: " + sent.error().ToString());
     return Error(ErrorCode::kUnavailable, "the session's sandbox did not accept the request");
@@ -615,7 +609,7 @@ void HarnessSandbox::AskObserver(const json& msg, bool interactive,
                                        {"id", link->run_id},
                                        {"seq", seq},
                                        {"line", line ? json(*line) : json(nullptr)}},
-                                  docker::DeadlineAfter(std::chrono::seconds(2)));
+                                  DeadlineAfter(std::chrono::seconds(2)));
   };
   exec::InputRequest request;
   request.seq = static_cast<int>(*seq);
@@ -665,7 +659,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
   const auto timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(limits.timeout_s * 1000)));
   const Deadline hard_deadline = start + timeout + setup_.run_grace;
-  if (auto sent = SendJson(op, docker::DeadlineAfter(std::chrono::seconds(30))); !sent.ok()) {
+  if (auto sent = SendJson(op, DeadlineAfter(std::chrono::seconds(30))); !sent.ok()) {
     MarkBroken("run could not be sent: " + sent.error().ToString());
     return fail(exec::Verdict::kInternal,
                 "the sandbox did not accept the run: " + sent.error().message());
@@ -680,7 +674,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
     link->fired_at = Clock::now();
     link->fired = true;
     (void)link->sandbox->SendJson(json{{"op", "cancel"}, {"id", link->run_id}},
-                                  docker::DeadlineAfter(std::chrono::seconds(2)));
+                                  DeadlineAfter(std::chrono::seconds(2)));
   });
   // Whatever happens below, the token must not reach this sandbox after the run.
   struct Unlink {
@@ -721,7 +715,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
         // The first cancel may have crossed the run op before the harness started the run.
         resent_cancel = true;
         (void)SendJson(json{{"op", "cancel"}, {"id", run_id}},
-                       docker::DeadlineAfter(std::chrono::seconds(1)));
+                       DeadlineAfter(std::chrono::seconds(1)));
       } else if (now - fired_at > kCancelKill) {
         container_.Kill();
         MarkBroken("the harness did not answer a cancel");

@@ -11,7 +11,7 @@
 #include "sandbox/admin/pool_tuner.h"
 #include "sandbox/config/config.h"
 #include "sandbox/core/byte_budget.h"
-#include "sandbox/docker/client.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/dispatcher.h"
@@ -40,7 +40,7 @@ struct FrontEnd {
 struct HttpSources {
   exec::ExecutionService& runs;
   exec::SessionService* sessions = nullptr;  // null while sessions are off
-  const docker::Client* client = nullptr;
+  const engine::ContainerEngine* engine = nullptr;
   const service::SandboxService* service = nullptr;
   const service::SessionManager* session_manager = nullptr;  // null while sessions are off
   const mcp::TaskStore* tasks = nullptr;  // its kept results are shown in /metrics

@@ -1,4 +1,4 @@
-// GET /healthz: liveness, whether the Docker engine answers, and the pools' and sessions'
+// GET /healthz: liveness, whether the container engine answers, and the pools' and sessions'
 // counters (no authentication: counts only).
 #include <httplib.h>
 

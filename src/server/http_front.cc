@@ -133,7 +133,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
                                  logger);
 
   ProbeSources probes;
-  probes.client = sources.client;
+  probes.engine = sources.engine;
   probes.service = sources.service;
   probes.sessions = sources.session_manager;
   probes.streamable = &streamable;

@@ -18,6 +18,7 @@
 #include "sandbox/core/memory_trim.h"
 #include "sandbox/core/result.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/docker/docker_engine.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metrics.h"
@@ -89,10 +90,12 @@ int Run(const Invocation& invocation) {
   }
   logger->info("Docker engine at {} (API {})", engine_config.host,
                (*client)->api_version().ToString());
+  // Everything below reaches the engine through this seam only (engine/container_engine.h).
+  const sandbox::docker::DockerEngine local_engine(engine_config.name, **client, logger);
 
   // Every container is labelled with this process as its owner; at start-up only containers
   // of the instance whose owner is provably gone are removed (a live server's are kept).
-  auto self = sandbox::service::DetectOwner(**client);
+  auto self = sandbox::service::DetectOwner(local_engine);
   if (!self.ok()) return Fail(logger, self.error());
   logger->debug("owner label of this server's containers: {}",
                 sandbox::service::FormatOwner(*self));
@@ -105,7 +108,7 @@ int Run(const Invocation& invocation) {
   // (docs/architecture.md, "Upgrades keep sessions").
   sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
   auto leftovers = sandbox::service::SweepLeftovers(
-      **client, sweep, sandbox::service::SystemOwnerProbe(**client), logger);
+      local_engine, sweep, sandbox::service::SystemOwnerProbe(local_engine), logger);
   if (!leftovers.ok()) return Fail(logger, leftovers.error());
 
   sandbox::service::ServiceOptions service_options;
@@ -125,7 +128,7 @@ int Run(const Invocation& invocation) {
   };
   // The run service, the session manager (null while sessions.enabled is false: no session
   // tool, resource or route is offered) and the adoption of an earlier server's sessions.
-  auto engine = sandbox::service::Engine::Start(config, **client, service_options,
+  auto engine = sandbox::service::Engine::Start(config, local_engine, service_options,
                                                 leftovers->left_sessions, logger);
   if (!engine.ok()) return Fail(logger, engine.error());
   sandbox::service::SandboxService& service = (*engine)->service();
@@ -168,7 +171,7 @@ int Run(const Invocation& invocation) {
   const int code =
       config.server.stdio
           ? ServeStdio(front)
-          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), client->get(), &service,
+          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &local_engine, &service,
                                          session_manager, &tasks});
   tasks.Shutdown();
   if (code != 0) return code;

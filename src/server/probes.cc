@@ -28,9 +28,7 @@ std::vector<std::pair<std::string, pool::PoolStats>> AllPoolStats(const ProbeSou
 }
 
 Status PingEngine(const ProbeSources& sources) {
-  auto ping = sources.client->Ping(docker::CallOptions::Within(std::chrono::seconds(2)));
-  if (!ping.ok()) return ping.error();
-  return OkStatus();
+  return sources.engine->Ping(engine::DeadlineAfter(std::chrono::seconds(2)));
 }
 
 metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {

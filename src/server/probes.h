@@ -13,7 +13,7 @@
 #include "sandbox/config/config.h"
 #include "sandbox/core/byte_budget.h"
 #include "sandbox/core/slot_limiter.h"
-#include "sandbox/docker/client.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/service/sandbox_service.h"
@@ -24,7 +24,7 @@ namespace sandbox::server {
 
 // What the probes read; everything must outlive the HTTP server.
 struct ProbeSources {
-  const docker::Client* client = nullptr;
+  const engine::ContainerEngine* engine = nullptr;
   const service::SandboxService* service = nullptr;
   const service::SessionManager* sessions = nullptr;  // null while sessions are off
   const transport::StreamableHttpTransport* streamable = nullptr;
@@ -48,7 +48,7 @@ PoolReadiness ReadinessOf(const pool::PoolStats& stats);
 // Both pool lists: one-shot pools and session pools ("<pool>/sessions").
 std::vector<std::pair<std::string, pool::PoolStats>> AllPoolStats(const ProbeSources& sources);
 
-// Whether the Docker engine answers a ping within 2 s.
+// Whether the container engine answers a ping within 2 s.
 Status PingEngine(const ProbeSources& sources);
 
 // The state a scrape renders, read off the sources.

@@ -20,7 +20,10 @@ void Readyz(const ProbeSources& sources, httplib::Response& res) {
   }
   auto ping = PingEngine(sources);
   body["engine"] = ping.ok() ? "reachable" : ping.error().message();
-  if (!ping.ok()) reasons.push_back("the Docker engine does not answer: " + ping.error().message());
+  if (!ping.ok()) {
+    reasons.push_back("the " + std::string(sources.engine->kind()) +
+                      " engine does not answer: " + ping.error().message());
+  }
   json pools = json::array();
   for (const auto& [name, stats] : AllPoolStats(sources)) {
     auto readiness = ReadinessOf(stats);

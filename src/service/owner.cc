@@ -11,6 +11,9 @@
 namespace sandbox::service {
 namespace {
 
+// The bound of one look at a container (an owner's, or this server's own).
+constexpr std::chrono::seconds kInspectTimeout{10};
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return {};
@@ -122,15 +125,15 @@ std::optional<ProcStat> SystemOwnerProbe::FindProcess(std::int64_t pid) const {
 }
 
 Result<OwnerProbe::ContainerLife> SystemOwnerProbe::FindContainer(const std::string& id) const {
-  auto info = client_.InspectContainer(id, docker::CallOptions::Within(std::chrono::seconds(10)));
+  auto state = engine_.Inspect(id, engine::DeadlineAfter(kInspectTimeout));
   ContainerLife life;
-  if (!info.ok()) {
-    if (info.error().code() == ErrorCode::kNotFound) return life;
-    return info.error();
+  if (!state.ok()) {
+    if (state.error().code() == ErrorCode::kNotFound) return life;
+    return state.error();
   }
   life.exists = true;
-  life.running = info->state.running && info->state.status != "paused";
-  life.started_at = info->state.started_at;
+  life.running = state->running && !state->paused;
+  life.started_at = state->started_at;
   return life;
 }
 
@@ -192,7 +195,7 @@ std::string ContainerIdFromMountinfo(std::string_view mountinfo) {
   return {};
 }
 
-Result<Owner> DetectOwner(const docker::Client& client) {
+Result<Owner> DetectOwner(const engine::ContainerEngine& engine) {
   Owner self;
   self.boot_id = Trimmed(ReadFile("/proc/sys/kernel/random/boot_id"));
   std::array<char, 128> ns{};
@@ -209,16 +212,16 @@ Result<Owner> DetectOwner(const docker::Client& client) {
   auto id = ContainerIdFromMountinfo(ReadFile("/proc/self/mountinfo"));
   if (!id.empty()) {
     // Only a container this engine runs can be checked by others through it.
-    auto info = client.InspectContainer(id, docker::CallOptions::Within(std::chrono::seconds(10)));
-    if (info.ok() && info->state.running && Clean(info->state.started_at)) {
+    auto state = engine.Inspect(id, engine::DeadlineAfter(kInspectTimeout));
+    if (state.ok() && state->running && Clean(state->started_at)) {
       self.container_id = id;
-      self.container_started_at = info->state.started_at;
+      self.container_started_at = state->started_at;
     }
   }
   return self;
 }
 
-bool SweepUnlabelled(const docker::ContainerSummary& container, std::chrono::seconds max_life,
+bool SweepUnlabelled(const engine::Listed& container, std::chrono::seconds max_life,
                      std::int64_t now_unix_s) {
   if (container.state == "exited" || container.state == "dead") return true;
   return container.created > 0 && now_unix_s - container.created > max_life.count();

@@ -10,7 +10,7 @@ namespace {
 // shell reads as printed.
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::string LabelOf(const docker::ImageInfo& image, const std::string& key) {
+std::string LabelOf(const engine::ImageFacts& image, const std::string& key) {
   auto it = image.labels.find(key);
   return it == image.labels.end() ? std::string() : it->second;
 }
@@ -44,7 +44,7 @@ std::string BuildCommand(const config::PoolConfig& pool) {
   return command;
 }
 
-Status CheckPoolImage(const config::PoolConfig& pool, const Result<docker::ImageInfo>& image) {
+Status CheckPoolImage(const config::PoolConfig& pool, const Result<engine::ImageFacts>& image) {
   const std::string pool_image = "pool \"" + pool.name + "\" uses image \"" + pool.image + "\"";
   if (!image.ok()) {
     if (image.error().code() == ErrorCode::kNotFound) {

@@ -75,17 +75,18 @@ PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const Serv
   return pools;
 }
 
-HarnessSandboxMaker::HarnessSandboxMaker(const docker::Client& client, runner::SandboxSetup setup,
+HarnessSandboxMaker::HarnessSandboxMaker(const engine::ContainerEngine& engine,
+                                         runner::SandboxSetup setup,
                                          std::shared_ptr<spdlog::logger> logger)
-    : client_(client), logger_(std::move(logger)) {
+    : engine_(engine), logger_(std::move(logger)) {
   std::lock_guard lock(setups_mu_);
   current_ = AddSetups(std::move(setup));
 }
 
-MakerFactory HarnessSandboxMaker::On(const docker::Client& client,
+MakerFactory HarnessSandboxMaker::On(const engine::ContainerEngine& engine,
                                      const std::shared_ptr<spdlog::logger>& logger) {
-  return [&client, logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
-    return std::make_unique<HarnessSandboxMaker>(client, std::move(setup), logger);
+  return [&engine, logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
+    return std::make_unique<HarnessSandboxMaker>(engine, std::move(setup), logger);
   };
 }
 
@@ -147,7 +148,7 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::CreateFor(
     extras.session_id = NewSessionId();
     extras.labels[std::string(kSessionKeyLabel)] = SessionKey(extras.session_id);
   }
-  auto sandbox = runner::HarnessSandbox::Start(client_, lean ? *setups.lean : *setups.full, logger_,
+  auto sandbox = runner::HarnessSandbox::Start(engine_, lean ? *setups.lean : *setups.full, logger_,
                                                &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();
   NoteVersion(**sandbox);
@@ -172,20 +173,20 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::StartForSession(
   extras.session_id = session_id;
   extras.labels[std::string(kSessionKeyLabel)] = SessionKey(session_id);
   auto sandbox =
-      runner::HarnessSandbox::Start(client_, setup(), logger_, &cancel_starts_, std::move(extras));
+      runner::HarnessSandbox::Start(engine_, setup(), logger_, &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();
   return std::unique_ptr<runner::Sandbox>(std::move(*sandbox));
 }
 
 Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::Adopt(
     const std::string& container_id) {
-  auto sandbox = runner::HarnessSandbox::Adopt(client_, setup(), container_id, logger_);
+  auto sandbox = runner::HarnessSandbox::Adopt(engine_, setup(), container_id, logger_);
   if (!sandbox.ok()) return sandbox.error();
   return std::unique_ptr<runner::Sandbox>(std::move(*sandbox));
 }
 
 void HarnessSandboxMaker::Remove(const std::string& container_id) {
-  runner::ContainerHandle(&client_, container_id, logger_).Remove();
+  runner::ContainerHandle(&engine_, container_id, logger_).Remove();
 }
 
 std::string HarnessSandboxMaker::python_version() const {

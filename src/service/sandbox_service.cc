@@ -79,14 +79,16 @@ class RelayObserver final : public exec::RunObserver {
   bool delivered_ = false;
 };
 
-Status RemoveContainer(const docker::Client& client, const std::string& id) {
-  docker::RemoveOptions rm;
-  rm.force = true;
-  rm.volumes = true;
-  auto status = client.RemoveContainer(id, rm);
-  if (status.ok() || status.error().code() == ErrorCode::kNotFound) return OkStatus();
-  return status.error();
+// The labels every container of `instance_id` carries.
+engine::Labels InstanceLabels(const std::string& instance_id) {
+  return {{std::string(runner::kManagedLabel), "true"},
+          {std::string(runner::kInstanceLabel), instance_id}};
 }
+
+// What a look at a run's container may take (StartWatch, ExplainLoss), and a ping when a pool
+// is busy (WithEngineState).
+constexpr std::chrono::seconds kInspectTimeout{5};
+constexpr std::chrono::seconds kPingTimeout{2};
 
 }  // namespace
 
@@ -95,8 +97,8 @@ Status RemoveContainer(const docker::Client& client, const std::string& id) {
 // gone, so it is retried at once instead of at its deadline. One thread for the service.
 class SandboxService::StartWatch {
  public:
-  StartWatch(const docker::Client& client, std::shared_ptr<spdlog::logger> logger)
-      : client_(client), logger_(std::move(logger)), thread_([this] { Loop(); }) {}
+  StartWatch(const engine::ContainerEngine& engine, std::shared_ptr<spdlog::logger> logger)
+      : engine_(engine), logger_(std::move(logger)), thread_([this] { Loop(); }) {}
   ~StartWatch() {
     {
       std::lock_guard lock(mu_);
@@ -141,14 +143,13 @@ class SandboxService::StartWatch {
   }
 
   void Check(WatchedRun& run) const {
-    auto info = client_.InspectContainer(run.container_id,
-                                         docker::CallOptions::Within(std::chrono::seconds(5)));
+    auto state = engine_.Inspect(run.container_id, engine::DeadlineAfter(kInspectTimeout));
     std::string why;
-    if (!info.ok() && info.error().code() == ErrorCode::kNotFound) {
+    if (!state.ok() && state.error().code() == ErrorCode::kNotFound) {
       why = "its container no longer exists";
-    } else if (info.ok() && info->state.status == "paused") {
+    } else if (state.ok() && state->paused) {
       why = "its container is paused";
-    } else if (info.ok() && !info->state.running) {
+    } else if (state.ok() && !state->running) {
       why = "its container is not running";
     }
     if (why.empty() || run.started) return;
@@ -159,7 +160,7 @@ class SandboxService::StartWatch {
     run.cancel.Cancel();
   }
 
-  const docker::Client& client_;
+  const engine::ContainerEngine& engine_;
   std::shared_ptr<spdlog::logger> logger_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -168,18 +169,13 @@ class SandboxService::StartWatch {
   std::thread thread_;  // last: starts once the members above exist
 };
 
-Result<int> RemoveLeftovers(const docker::Client& client, const std::string& instance_id,
+Result<int> RemoveLeftovers(const engine::ContainerEngine& engine, const std::string& instance_id,
                             const std::shared_ptr<spdlog::logger>& logger) {
-  docker::ListOptions list;
-  list.all = true;
-  list.filters = {{"label",
-                   {std::string(runner::kManagedLabel) + "=true",
-                    std::string(runner::kInstanceLabel) + "=" + instance_id}}};
-  auto containers = client.ListContainers(list);
+  auto containers = engine.List(InstanceLabels(instance_id), engine.DefaultDeadline());
   if (!containers.ok()) return containers.error().WithContext("list leftover containers");
   int removed = 0;
   for (const auto& c : *containers) {
-    auto status = RemoveContainer(client, c.id);
+    auto status = engine.Remove(c.id, engine.DefaultDeadline());
     if (status.ok()) {
       ++removed;
     } else if (logger) {
@@ -190,15 +186,10 @@ Result<int> RemoveLeftovers(const docker::Client& client, const std::string& ins
   return removed;
 }
 
-Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOptions& options,
-                                   const OwnerProbe& probe,
+Result<SweepCounts> SweepLeftovers(const engine::ContainerEngine& engine,
+                                   const SweepOptions& options, const OwnerProbe& probe,
                                    const std::shared_ptr<spdlog::logger>& logger) {
-  docker::ListOptions list;
-  list.all = true;
-  list.filters = {{"label",
-                   {std::string(runner::kManagedLabel) + "=true",
-                    std::string(runner::kInstanceLabel) + "=" + options.instance_id}}};
-  auto containers = client.ListContainers(list);
+  auto containers = engine.List(InstanceLabels(options.instance_id), engine.DefaultDeadline());
   if (!containers.ok()) return containers.error().WithContext("list leftover containers");
   const std::int64_t now = std::time(nullptr);
   SweepCounts counts;
@@ -238,7 +229,7 @@ Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOpti
       }
       continue;
     }
-    auto status = RemoveContainer(client, c.id);
+    auto status = engine.Remove(c.id, engine.DefaultDeadline());
     if (status.ok()) {
       ++counts.removed;
       if (logger) logger->info("removed leftover container {}: {}", id, reason);
@@ -268,28 +259,29 @@ std::chrono::seconds LeftoverMaxLife(const config::Config& config) {
   return longest + kMargin;
 }
 
-SandboxService::SandboxService(const config::Config& config, const docker::Client& client,
+SandboxService::SandboxService(const config::Config& config, const engine::ContainerEngine& engine,
                                ServiceOptions options, std::shared_ptr<spdlog::logger> logger)
     : config_(config),
-      client_(client),
+      engine_(engine),
       options_(std::move(options)),
       logger_(std::move(logger)),
       // Admin changes of a pool's limits live in its maker; new runs take them.
       resolver_(
           config, options_.input,
           [this](const config::PoolConfig& pc) { return pools_.at(pc.name).maker->limits(); }),
-      watch_(std::make_unique<StartWatch>(client_, logger_)) {}
+      watch_(std::make_unique<StartWatch>(engine_, logger_)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::Create(
-    const config::Config& config, const docker::Client& client, ServiceOptions options,
+    const config::Config& config, const engine::ContainerEngine& engine, ServiceOptions options,
     std::shared_ptr<spdlog::logger> logger) {
   for (const auto& pc : config.pools) {
-    SANDBOX_RETURN_IF_ERROR(CheckPoolImage(pc, client.InspectImage(pc.image)));
+    SANDBOX_RETURN_IF_ERROR(
+        CheckPoolImage(pc, engine.CheckImage(pc.image, engine.DefaultDeadline())));
   }
   std::unique_ptr<SandboxService> service(
-      new SandboxService(config, client, std::move(options), std::move(logger)));
+      new SandboxService(config, engine, std::move(options), std::move(logger)));
   service->pools_ = BuildPools(config, PoolPurpose::kRuns, service->options_,
-                               HarnessSandboxMaker::On(client, service->logger_), service->logger_);
+                               HarnessSandboxMaker::On(engine, service->logger_), service->logger_);
   return service;
 }
 
@@ -309,17 +301,17 @@ const PoolEntry* SandboxService::FindPool(const std::string& name) const {
 }
 
 SandboxService::Loss SandboxService::ExplainLoss(const runner::Sandbox& sandbox) const {
-  auto info = client_.InspectContainer(sandbox.container_id(),
-                                       docker::CallOptions::Within(std::chrono::seconds(5)));
-  if (!info.ok()) {
-    if (info.error().code() == ErrorCode::kNotFound) {
+  auto state = engine_.Inspect(sandbox.container_id(), engine::DeadlineAfter(kInspectTimeout));
+  if (!state.ok()) {
+    if (state.error().code() == ErrorCode::kNotFound) {
       return {true, "its container " + sandbox.Name() + " no longer exists (removed or killed)"};
     }
-    return {false, "the Docker engine does not answer (" + info.error().message() + ")"};
+    return {false, "the " + std::string(engine_.kind()) + " engine does not answer (" +
+                       state.error().message() + ")"};
   }
-  if (info->state.status == "paused") return {true, "its container was paused"};
-  if (!info->state.running) {
-    return {true, "its container exited with code " + std::to_string(info->state.exit_code)};
+  if (state->paused) return {true, "its container was paused"};
+  if (!state->running) {
+    return {true, "its container exited with code " + std::to_string(state->exit_code)};
   }
   return {false, {}};
 }
@@ -327,10 +319,10 @@ SandboxService::Loss SandboxService::ExplainLoss(const runner::Sandbox& sandbox)
 Error SandboxService::WithEngineState(const Error& error) const {
   if (error.code() != ErrorCode::kBusy) return error;
   // "Busy" may really be an engine that no longer answers: starts hang or fail. Say so.
-  auto ping = client_.Ping(docker::CallOptions::Within(std::chrono::seconds(2)));
+  auto ping = engine_.Ping(engine::DeadlineAfter(kPingTimeout));
   if (ping.ok()) return error;
-  return Error(ErrorCode::kUnavailable, "the Docker engine does not answer (" +
-                                            ping.error().message() +
+  return Error(ErrorCode::kUnavailable, "the " + std::string(engine_.kind()) +
+                                            " engine does not answer (" + ping.error().message() +
                                             "), so no sandbox could be had: " + error.message());
 }
 

@@ -145,9 +145,10 @@ std::unique_ptr<SessionManager> SessionManager::Create(const config::Config& con
 }
 
 Result<std::unique_ptr<SessionManager>> SessionManager::Create(
-    const config::Config& config, const docker::Client& client, const SandboxService& service,
-    const ServiceOptions& options, std::shared_ptr<spdlog::logger> logger) {
-  auto make = HarnessSandboxMaker::On(client, logger);
+    const config::Config& config, const engine::ContainerEngine& engine,
+    const SandboxService& service, const ServiceOptions& options,
+    std::shared_ptr<spdlog::logger> logger) {
+  auto make = HarnessSandboxMaker::On(engine, logger);
   return Create(config, service.resolver(), make, options, std::move(logger));
 }
 
@@ -209,7 +210,7 @@ void SessionManager::Shutdown(bool leave_sessions) {
   for (auto& [name, entry] : pools_) entry.pool->Shutdown();
 }
 
-int SessionManager::Adopt(const std::vector<docker::ContainerSummary>& left) {
+int SessionManager::Adopt(const std::vector<engine::Listed>& left) {
   AdoptionContext context;
   context.instance_id = config_.instance_id;
   context.grace = config_.sessions.restart_grace;

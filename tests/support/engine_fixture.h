@@ -1,4 +1,5 @@
-// Shared set-up for tests against the real Docker engine: one CurlGlobal and Client per test
+// Shared set-up for tests against the real Docker engine: one CurlGlobal, Client and
+// DockerEngine (the engine::ContainerEngine over it, named "local" as main names it) per test
 // binary, the project's policies loaded from the source tree, and a per-run instance id so a
 // test binary only ever removes its own containers. Tests FAIL (never skip) without an engine.
 #pragma once
@@ -15,6 +16,7 @@
 
 #include "sandbox/config/config.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/docker/docker_engine.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
 #include "sandbox/service/sandbox_service.h"
@@ -54,6 +56,7 @@ class Engine {
     return engine;
   }
   const docker::Client& client() const { return *client_; }
+  const docker::DockerEngine& engine() const { return *engine_; }
   const std::string& container_profile() const { return profile_; }
   const std::string& run_filter_bpf() const { return bpf_; }
 
@@ -65,6 +68,7 @@ class Engine {
       std::abort();
     }
     client_ = std::move(*client);
+    engine_ = std::make_unique<docker::DockerEngine>("local", *client_, TestLogger("engine"));
     auto profile =
         policy::ContainerProfile::LoadFile(SourceDir() + "/policies/seccomp-container.json");
     auto filter = policy::RunFilter::LoadFile(SourceDir() + "/policies/seccomp-run.json");
@@ -78,6 +82,7 @@ class Engine {
   }
   docker::CurlGlobal curl_;
   std::unique_ptr<docker::Client> client_;
+  std::unique_ptr<docker::DockerEngine> engine_;
   std::string profile_;
   std::string bpf_;
 };

@@ -145,6 +145,7 @@ class FakeSandbox final : public runner::Sandbox {
     return runner::PingInfo{std::int64_t{1} << 20};
   }
   const std::string& container_id() const override { return container_id_; }
+  const std::string& engine() const override { return engine_; }
   const std::string& session_id() const override { return session_id_; }
 
   Status BeginSession(const runner::RunLimits& limits, const runner::SessionTerms& terms) override {
@@ -236,6 +237,7 @@ class FakeSandbox final : public runner::Sandbox {
   const runner::SandboxSetup& setup_;
   const int id_;
   const std::string container_id_;
+  const std::string engine_ = "fake";
   const std::string session_id_;
   const pool::Clock::time_point created_;
   std::atomic<bool> broken_{false};

@@ -1,5 +1,5 @@
-// AttachedStream: a live attach to a container over a hijacked HTTP connection, and the options
-// of POST /containers/{id}/attach.
+// AttachedStream: a live attach to a container over a hijacked HTTP connection (the Docker
+// engine's engine::AttachedStream), and the options of POST /containers/{id}/attach.
 //
 // With stdin the request carries "Connection: Upgrade / Upgrade: tcp" and the engine answers
 // 101; without it there is no upgrade and the engine answers 200. Either way the engine then
@@ -27,6 +27,7 @@
 #include "sandbox/docker/deadline.h"
 #include "sandbox/docker/demux.h"
 #include "sandbox/docker/transport.h"
+#include "sandbox/engine/stream.h"
 
 namespace sandbox::docker {
 
@@ -49,32 +50,30 @@ struct CollectedOutput {
   bool truncated = false;  // more than the byte limit arrived; the excess was dropped
 };
 
-class AttachedStream {
+class AttachedStream final : public engine::AttachedStream {
  public:
-  ~AttachedStream();
-  AttachedStream(const AttachedStream&) = delete;
-  AttachedStream& operator=(const AttachedStream&) = delete;
+  ~AttachedStream() override;
 
   // Writes all of `bytes` to the container's stdin. kInvalidArgument when stdin is not attached or
   // already closed, kTimeout at the deadline (some bytes may have been sent), kCancelled after
   // Close(), kUnavailable when the engine dropped the connection.
-  Status Write(std::string_view bytes, Deadline deadline);
+  Status Write(std::string_view bytes, Deadline deadline) override;
 
   // Half-closes the connection (shutdown(fd, SHUT_WR)): the container sees end of input on its
   // stdin. Output keeps flowing. Idempotent.
-  Status CloseStdin();
+  Status CloseStdin() override;
 
   // The next chunk of output, or nullopt at end of stream (the container exited and the engine
   // closed the connection). kTimeout at the deadline (the stream stays usable), kCancelled after
   // Close(), kProtocol for a corrupt or truncated frame stream.
-  Result<std::optional<StreamChunk>> Read(Deadline deadline);
+  Result<std::optional<StreamChunk>> Read(Deadline deadline) override;
 
   // Reads to end of stream, keeping at most `max_bytes` of output (stdout + stderr).
   Result<CollectedOutput> ReadAll(Deadline deadline,
                                   std::size_t max_bytes = std::size_t{16} * 1024 * 1024);
 
   // Wakes any blocked Read/Write, which return kCancelled, as will every later call. Any thread.
-  void Close();
+  void Close() override;
 
   // The connection's socket, for callers that poll() it for readability before calling Read.
   // Do not read or write it directly: with TLS the bytes on it are encrypted, and Read may hold

@@ -1,25 +1,20 @@
-// Deadline: the absolute point in time by which a Docker call must finish, and CallOptions, the
-// per-call override of the client's default timeout. Every call in this module takes one, because a
-// hung engine must never hang the server.
+// Deadline (engine/deadline.h): the absolute point in time by which a Docker call must finish, and
+// CallOptions, the per-call override of the client's default timeout. Every call in this module
+// takes one, because a hung engine must never hang the server.
 // Thread-safety: plain value types and pure functions; safe from any thread.
 #pragma once
 
 #include <chrono>
 #include <optional>
 
+#include "sandbox/engine/deadline.h"
+
 namespace sandbox::docker {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
-
-// A deadline `timeout` from now.
-inline Deadline DeadlineAfter(std::chrono::milliseconds timeout) { return Clock::now() + timeout; }
-
-// Milliseconds left until `deadline`, clamped at 0.
-inline std::chrono::milliseconds Remaining(Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() > 0 ? left : std::chrono::milliseconds(0);
-}
+using engine::Clock;
+using engine::Deadline;
+using engine::DeadlineAfter;
+using engine::Remaining;
 
 // Per-call options. With neither field set the client's ClientOptions::call_timeout applies.
 struct CallOptions {

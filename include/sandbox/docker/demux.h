@@ -20,19 +20,13 @@
 #include <vector>
 
 #include "sandbox/core/result.h"
+#include "sandbox/engine/stream.h"
 
 namespace sandbox::docker {
 
-enum class StreamKind { kStdout, kStderr };
-
-std::string_view StreamKindName(StreamKind kind);
-
-struct StreamChunk {
-  StreamKind stream = StreamKind::kStdout;
-  std::string data;
-
-  friend bool operator==(const StreamChunk&, const StreamChunk&) = default;
-};
+using engine::StreamChunk;
+using engine::StreamKind;
+using engine::StreamKindName;
 
 class Demuxer {
  public:

@@ -1,8 +1,8 @@
 // HarnessSandbox: one sandbox container with the project's harness running in it — the
 // concrete Sandbox (sandbox.h), and the only place that speaks the harness's messages. Start()
-// creates the hardened container (sandbox_spec.h), attaches to its stdio, starts it, sends the
-// harness and its configuration, and waits for `ready`. Run() sends one run and relays its events
-// until `done` (docs/harness-protocol.md).
+// launches the sandbox on its engine (sandbox_spec.h; the engine creates the container, attaches
+// to its stdio and starts it), sends the harness and its configuration, and waits for `ready`.
+// Run() sends one run and relays its events until `done` (docs/harness-protocol.md).
 //
 // Thread-safety: one holder at a time calls Run()/Healthy() (the pool guarantees it). A run's
 // CancelToken may fire from any thread; the cancel is written to the harness under a mutex.
@@ -19,7 +19,7 @@
 #include <string>
 
 #include "sandbox/config/config.h"
-#include "sandbox/docker/client.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/runner/container_handle.h"
 #include "sandbox/runner/harness_frames.h"
@@ -86,10 +86,15 @@ nlohmann::json HarnessConfig(const SandboxSetup& setup);
 
 class HarnessSandbox final : public Sandbox {
  public:
+  // The name of the engine it runs on (first in the class: the members below name the
+  // namespace engine::).
+  const std::string& engine() const override { return engine_.name(); }
+
   // Blocks until the harness is ready or fails; the container is removed on failure. When
   // `cancel` (optional, any thread) becomes true, the start gives up (kCancelled) after the
   // engine call in progress, or within kStartCancelPoll while it waits for the harness.
-  static Result<std::unique_ptr<HarnessSandbox>> Start(const docker::Client& client,
+  // `engine` must outlive the sandbox.
+  static Result<std::unique_ptr<HarnessSandbox>> Start(const engine::ContainerEngine& engine,
                                                        const SandboxSetup& setup,
                                                        std::shared_ptr<spdlog::logger> logger,
                                                        const std::atomic<bool>* cancel = nullptr,
@@ -98,7 +103,7 @@ class HarnessSandbox final : public Sandbox {
   // SandboxSetup::watchdog): attaches to its stdio again. The harness is not sent again;
   // the caller asks it what it holds (Resume). The container is owned from here on: it is
   // removed when the sandbox is destroyed, also when this fails.
-  static Result<std::unique_ptr<HarnessSandbox>> Adopt(const docker::Client& client,
+  static Result<std::unique_ptr<HarnessSandbox>> Adopt(const engine::ContainerEngine& engine,
                                                        const SandboxSetup& setup,
                                                        const std::string& container_id,
                                                        std::shared_ptr<spdlog::logger> logger);
@@ -145,11 +150,11 @@ class HarnessSandbox final : public Sandbox {
  private:
   struct RunLink;
 
-  HarnessSandbox(const SandboxSetup& setup, ContainerHandle container,
-                 std::unique_ptr<docker::AttachedStream> stream,
+  HarnessSandbox(const engine::ContainerEngine& engine, const SandboxSetup& setup,
+                 ContainerHandle container, std::unique_ptr<engine::AttachedStream> stream,
                  std::shared_ptr<spdlog::logger> logger);
 
-  Status Boot(docker::Deadline deadline, const std::atomic<bool>* cancel);
+  Status Boot(engine::Deadline deadline, const std::atomic<bool>* cancel);
   // One file operation of the harness (put_files, list_files, get_file, delete_file, resume,
   // session): sends `op` with a fresh id and returns the reply's `result`. The harness's
   // refusal becomes kNotFound ("no such file"), kLimit (a size bound) or kInvalidArgument; a
@@ -160,10 +165,10 @@ class HarnessSandbox final : public Sandbox {
   // (`ready.cgroup`), and the container is narrowed to that plus the run's memory budget (and
   // kRelayHeadroomBytes for relaying) and the run's pids: the limits are then the run's own.
   // A failed update keeps the ceiling (logged). Not for gVisor pools.
-  void NarrowToRunLimits(const docker::Client& client, docker::Deadline deadline);
-  Status SendJson(const nlohmann::json& message, docker::Deadline deadline);
+  void NarrowToRunLimits(engine::Deadline deadline);
+  Status SendJson(const nlohmann::json& message, engine::Deadline deadline);
   // The next harness frame; nullopt at end of stream. kTimeout leaves the stream usable.
-  Result<std::optional<Frame>> NextFrame(docker::Deadline deadline);
+  Result<std::optional<Frame>> NextFrame(engine::Deadline deadline);
   void NoteHarnessStderr(std::string_view bytes);
   // Logs, once, what the log budget of the run (or the idle time) `what` held back: harness
   // lines past kHarnessLogLines and the events the server dropped; then opens a fresh budget.
@@ -178,9 +183,10 @@ class HarnessSandbox final : public Sandbox {
   // session_reset). True when it was one of those.
   bool NoteIdleMessage(nlohmann::json& msg);
 
+  const engine::ContainerEngine& engine_;
   const SandboxSetup& setup_;
   ContainerHandle container_;
-  std::unique_ptr<docker::AttachedStream> stream_;
+  std::unique_ptr<engine::AttachedStream> stream_;
   std::shared_ptr<spdlog::logger> logger_;
   FrameDecoder decoder_;
   std::mutex write_mu_;  // the run thread, a cancelling and an answering thread all write
@@ -205,7 +211,7 @@ class HarnessSandbox final : public Sandbox {
   bool used_up_ = false;
   std::string session_notice_;
   bool prepared_ = false;            // a `ready` arrived after the last `done`
-  docker::ResourceUpdate narrowed_;  // the limits NarrowToRunLimits set (0: the ceiling)
+  engine::ResourceUpdate narrowed_;  // the limits NarrowToRunLimits set (0: the ceiling)
   std::string session_id_;
 };
 

@@ -66,6 +66,9 @@ class Sandbox : public pool::PooledSandbox {
   virtual Result<PingInfo> Ping() = 0;
   // The container's full id (logs, the engine's inspection of a lost sandbox).
   virtual const std::string& container_id() const = 0;
+  // The name of the engine it runs on (engine::ContainerEngine::name()): results, audit lines
+  // and metrics say where a run ran, and loss handling asks that engine.
+  virtual const std::string& engine() const = 0;
   // The session id this sandbox was started for (its container's label holds the id's key);
   // empty for sandboxes started without one.
   virtual const std::string& session_id() const = 0;

@@ -1,8 +1,9 @@
-// Turns a pool's configuration into the hardened Docker container spec every sandbox container
-// is created from. One place decides the security options, so no path can forget one:
-// network none, read-only root, non-root user, all capabilities dropped, no-new-privileges,
-// the project's seccomp profile, an init process, private IPC, no mounts of the host (so never
-// the Docker socket), memory with swap equal to it, CPU, pids and ulimits.
+// Turns a pool's configuration into the engine-neutral spec every sandbox is launched from
+// (engine::SandboxSpec): the image, the bootstrap command, a non-root user, the labels, the
+// project's seccomp profile, memory, CPU, pids, /tmp and ulimits. What every sandbox gets
+// regardless (network none, read-only root, all capabilities dropped, no-new-privileges, an
+// init process, private IPC, no mounts of the host, so never the Docker socket) is each
+// engine's to apply, in one place (docker::ToContainerSpec).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -11,7 +12,7 @@
 #include <string_view>
 
 #include "sandbox/config/config.h"
-#include "sandbox/docker/container_spec.h"
+#include "sandbox/engine/container_engine.h"
 
 namespace sandbox::runner {
 
@@ -36,11 +37,11 @@ struct SandboxSpecInput {
   std::map<std::string, std::string> extra_labels;  // e.g. a session id
   bool session = false;  // labelled mode=session instead of the pool's mode
   // A session container that may outlive its server: stdin stays open when the server's
-  // stream closes (StdinOnce false); its harness's watchdog bounds it instead.
+  // stream closes; its harness's watchdog bounds it instead.
   bool keep_stdin_open = false;
 };
 
-docker::ContainerSpec BuildSandboxSpec(const SandboxSpecInput& input);
+engine::SandboxSpec BuildSandboxSpec(const SandboxSpecInput& input);
 
 // The container's memory limit: the pool's run budget plus the zygote's share.
 std::int64_t ContainerMemoryBytes(const config::PoolConfig& pool);

@@ -13,8 +13,7 @@
 #include <vector>
 
 #include "sandbox/config/config.h"
-#include "sandbox/docker/client.h"
-#include "sandbox/docker/models.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/service/sandbox_pools.h"
 #include "sandbox/service/sandbox_service.h"
 #include "sandbox/service/session_manager.h"
@@ -23,13 +22,14 @@ namespace sandbox::service {
 
 class Engine {
  public:
-  // Builds and starts everything over HarnessSandboxes on `client`; the session containers
-  // in `left_sessions` (SweepCounts::left_sessions) are adopted or removed first. `config`
-  // and `client` must outlive the engine.
-  static Result<std::unique_ptr<Engine>> Start(
-      const config::Config& config, const docker::Client& client, const ServiceOptions& options,
-      const std::vector<docker::ContainerSummary>& left_sessions,
-      const std::shared_ptr<spdlog::logger>& logger);
+  // Builds and starts everything over HarnessSandboxes on `container_engine`; the session
+  // containers in `left_sessions` (SweepCounts::left_sessions) are adopted or removed first.
+  // `config` and `container_engine` must outlive the engine.
+  static Result<std::unique_ptr<Engine>> Start(const config::Config& config,
+                                               const engine::ContainerEngine& container_engine,
+                                               const ServiceOptions& options,
+                                               const std::vector<engine::Listed>& left_sessions,
+                                               const std::shared_ptr<spdlog::logger>& logger);
   // Shutdown().
   ~Engine();
   Engine(const Engine&) = delete;

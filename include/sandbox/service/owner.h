@@ -5,9 +5,9 @@
 // stdio server started by a client with the default id, a second HTTP server) never destroys
 // a live server's sandboxes and sessions.
 //
-// The decision (DecideOwner) is pure over an OwnerProbe, the seam to /proc and the engine, so
-// unit tests drive it with fakes. Thread-safety: pure functions; SystemOwnerProbe is immutable
-// and safe to share.
+// The decision (DecideOwner) is pure over an OwnerProbe, the seam to /proc and the engine
+// (engine::ContainerEngine), so unit tests drive it with fakes. Thread-safety: pure functions;
+// SystemOwnerProbe is immutable and safe to share.
 #pragma once
 
 #include <chrono>
@@ -17,8 +17,7 @@
 #include <string_view>
 
 #include "sandbox/core/result.h"
-#include "sandbox/docker/client.h"
-#include "sandbox/docker/models.h"
+#include "sandbox/engine/container_engine.h"
 
 namespace sandbox::service {
 
@@ -66,15 +65,15 @@ class OwnerProbe {
   virtual Result<ContainerLife> FindContainer(const std::string& id) const = 0;
 };
 
-// Reads /proc and inspects containers through `client`.
+// Reads /proc and inspects containers through `engine`.
 class SystemOwnerProbe final : public OwnerProbe {
  public:
-  explicit SystemOwnerProbe(const docker::Client& client) : client_(client) {}
+  explicit SystemOwnerProbe(const engine::ContainerEngine& engine) : engine_(engine) {}
   std::optional<ProcStat> FindProcess(std::int64_t pid) const override;
   Result<ContainerLife> FindContainer(const std::string& id) const override;
 
  private:
-  const docker::Client& client_;
+  const engine::ContainerEngine& engine_;
 };
 
 enum class OwnerVerdict {
@@ -94,16 +93,16 @@ struct OwnerDecision {
 OwnerDecision DecideOwner(const Owner& owner, const Owner& self, bool engine_local,
                           const OwnerProbe& probe);
 
-// This server process as an Owner. Inside a container whose engine is `client`'s (found by the
-// engine's bind mount of /etc/hostname in /proc/self/mountinfo, confirmed running by the
-// engine), the container's id and start time are filled in too.
-Result<Owner> DetectOwner(const docker::Client& client);
+// This server process as an Owner. Inside a container `engine` runs (found by the engine's bind
+// mount of /etc/hostname in /proc/self/mountinfo, confirmed running by the engine), the
+// container's id and start time are filled in too.
+Result<Owner> DetectOwner(const engine::ContainerEngine& engine);
 
 // Containers without the owner label were started by a version before it; their owner cannot
 // be checked. One is swept only when it cannot belong to a live server: it has stopped
 // (exited/dead: a live server removes its own at once), or it was created longer ago than any
 // live server keeps a container (`max_life`, see LeftoverMaxLife in sandbox_service.h).
-bool SweepUnlabelled(const docker::ContainerSummary& container, std::chrono::seconds max_life,
+bool SweepUnlabelled(const engine::Listed& container, std::chrono::seconds max_life,
                      std::int64_t now_unix_s);
 
 // The container id named by the engine's bind mount of /etc/hostname in a mountinfo text

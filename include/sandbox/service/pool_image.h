@@ -12,7 +12,7 @@
 
 #include "sandbox/config/config.h"
 #include "sandbox/core/result.h"
-#include "sandbox/docker/models.h"
+#include "sandbox/engine/container_engine.h"
 
 namespace sandbox::service {
 
@@ -23,8 +23,9 @@ std::string CanonicalPackages(const std::vector<std::string>& names);
 //   images/build.sh --tag 'sandbox-mcp-python:ml' --packages 'python3-sklearn'
 std::string BuildCommand(const config::PoolConfig& pool);
 
-// OK when `image` (the engine's answer for pool.image) exists and carries pool's packages;
-// otherwise an error naming the pool, what is wrong and the command that fixes it.
-Status CheckPoolImage(const config::PoolConfig& pool, const Result<docker::ImageInfo>& image);
+// OK when `image` (the engine's answer for pool.image, engine::ContainerEngine::CheckImage)
+// exists and carries pool's packages; otherwise an error naming the pool, what is wrong and the
+// command that fixes it.
+Status CheckPoolImage(const config::PoolConfig& pool, const Result<engine::ImageFacts>& image);
 
 }  // namespace sandbox::service

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sandbox/config/config.h"
-#include "sandbox/docker/client.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/sandbox.h"
@@ -93,10 +93,11 @@ pool::PoolOptions PoolOptionsFor(const config::Config& config, const config::Poo
 PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const ServiceOptions& options,
                    const MakerFactory& make, const std::shared_ptr<spdlog::logger>& logger);
 
-// The production maker: HarnessSandboxes on the Docker engine.
+// The production maker: HarnessSandboxes on one container engine.
 class HarnessSandboxMaker final : public SandboxMaker {
  public:
-  HarnessSandboxMaker(const docker::Client& client, runner::SandboxSetup setup,
+  // `engine` must outlive the maker and its sandboxes.
+  HarnessSandboxMaker(const engine::ContainerEngine& engine, runner::SandboxSetup setup,
                       std::shared_ptr<spdlog::logger> logger);
   Result<std::unique_ptr<runner::Sandbox>> Create() override;
   // Starts without the preload while requests wait (pool.skip_preload_when_queued).
@@ -110,8 +111,8 @@ class HarnessSandboxMaker final : public SandboxMaker {
   void SetLimits(const config::Limits& limits) override;
   std::string python_version() const override;
 
-  // The MakerFactory of HarnessSandboxMakers on `client`.
-  static MakerFactory On(const docker::Client& client,
+  // The MakerFactory of HarnessSandboxMakers on `engine`.
+  static MakerFactory On(const engine::ContainerEngine& engine,
                          const std::shared_ptr<spdlog::logger>& logger);
 
  private:
@@ -126,7 +127,7 @@ class HarnessSandboxMaker final : public SandboxMaker {
   const runner::SandboxSetup& setup() const;     // the full one now
   void NoteVersion(const runner::HarnessSandbox& sandbox);
 
-  const docker::Client& client_;
+  const engine::ContainerEngine& engine_;
   std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex setups_mu_;
   std::vector<std::unique_ptr<const runner::SandboxSetup>> all_setups_;

@@ -2,7 +2,8 @@
 // configured pool (sandbox_pools.h builds them), validates requests against the pool's limits
 // (request_resolver.h), lends a sandbox for each run and gives it back (or retires it)
 // afterwards.
-// Also: crash recovery (RemoveLeftovers) and sandbox_info data.
+// Also: crash recovery (RemoveLeftovers) and sandbox_info data. It reaches the container
+// engine only through engine::ContainerEngine (and the runner's sandboxes on it).
 //
 // Thread-safety: Run() and Info() may be called from many threads at once.
 #pragma once
@@ -19,7 +20,7 @@
 #include <vector>
 
 #include "sandbox/config/config.h"
-#include "sandbox/docker/client.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/sandbox.h"
@@ -34,7 +35,7 @@ namespace sandbox::service {
 // io.sandbox-mcp.instance=<instance_id>), live owner or not. Only for a caller that is the
 // instance id's sole user (tests with their unique ids); a server uses SweepLeftovers.
 // Returns how many.
-Result<int> RemoveLeftovers(const docker::Client& client, const std::string& instance_id,
+Result<int> RemoveLeftovers(const engine::ContainerEngine& engine, const std::string& instance_id,
                             const std::shared_ptr<spdlog::logger>& logger);
 
 struct SweepOptions {
@@ -53,14 +54,14 @@ struct SweepCounts {
   int removed = 0;  // leftovers of gone owners (and old unlabelled ones)
   int kept = 0;     // containers of live or undecidable owners, left alone
   // Session containers of gone owners kept for adoption (SweepOptions::keep_sessions).
-  std::vector<docker::ContainerSummary> left_sessions;
+  std::vector<engine::Listed> left_sessions;
 };
 
 // Crash recovery at start-up: removes the containers of the instance whose owner is provably
 // gone (owner.h, DecideOwner) and leaves every other one alone: a live server with the same
 // instance id keeps its sandboxes and sessions.
-Result<SweepCounts> SweepLeftovers(const docker::Client& client, const SweepOptions& options,
-                                   const OwnerProbe& probe,
+Result<SweepCounts> SweepLeftovers(const engine::ContainerEngine& engine,
+                                   const SweepOptions& options, const OwnerProbe& probe,
                                    const std::shared_ptr<spdlog::logger>& logger);
 
 // The longest a live server keeps one container: a pool's max_age plus its longest run (and
@@ -71,9 +72,10 @@ std::chrono::seconds LeftoverMaxLife(const config::Config& config);
 class SandboxService final : public exec::ExecutionService, public TunablePools {
  public:
   // Checks that every pool's image exists (a clear error naming it otherwise). Starts no pool;
-  // starts the watch thread of runs waiting for their `started` (see Run).
+  // starts the watch thread of runs waiting for their `started` (see Run). `engine` must
+  // outlive the service.
   static Result<std::unique_ptr<SandboxService>> Create(const config::Config& config,
-                                                        const docker::Client& client,
+                                                        const engine::ContainerEngine& engine,
                                                         ServiceOptions options,
                                                         std::shared_ptr<spdlog::logger> logger);
   ~SandboxService() override;
@@ -117,8 +119,8 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
  private:
   class StartWatch;
 
-  SandboxService(const config::Config& config, const docker::Client& client, ServiceOptions options,
-                 std::shared_ptr<spdlog::logger> logger);
+  SandboxService(const config::Config& config, const engine::ContainerEngine& engine,
+                 ServiceOptions options, std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
   std::vector<std::string> DeclaredExecutables(const PoolEntry& entry) const;
   std::vector<std::string> LearnedExecutables(const PoolEntry& entry) const;
@@ -140,7 +142,7 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   Error WithEngineState(const Error& error) const;
 
   const config::Config& config_;
-  const docker::Client& client_;
+  const engine::ContainerEngine& engine_;
   ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   PoolSet pools_;

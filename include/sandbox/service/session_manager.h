@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "sandbox/config/config.h"
-#include "sandbox/docker/client.h"
+#include "sandbox/engine/container_engine.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/sandbox.h"
@@ -54,10 +54,10 @@ class SessionManager final : public exec::SessionService {
                                                 const MakerFactory& make,
                                                 const ServiceOptions& options,
                                                 std::shared_ptr<spdlog::logger> logger);
-  // The same over HarnessSandboxes on `client`, checked by `service`'s rules (it must outlive
-  // the manager).
+  // The same over HarnessSandboxes on `engine` (it must outlive the manager), checked by
+  // `service`'s rules (it too).
   static Result<std::unique_ptr<SessionManager>> Create(const config::Config& config,
-                                                        const docker::Client& client,
+                                                        const engine::ContainerEngine& engine,
                                                         const SandboxService& service,
                                                         const ServiceOptions& options,
                                                         std::shared_ptr<spdlog::logger> logger);
@@ -75,7 +75,7 @@ class SessionManager final : public exec::SessionService {
   // decides (DecideAdoption); removes the ones not adopted. A restored session is served again
   // once its owner presents its id (the record's MAC is checked then). Call before Start().
   // Returns how many were adopted.
-  int Adopt(const std::vector<docker::ContainerSummary>& left);
+  int Adopt(const std::vector<engine::Listed>& left);
 
   Result<exec::SessionInfo> Create(const std::string& principal,
                                    const exec::SessionCreateRequest& request) override;

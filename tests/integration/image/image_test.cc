@@ -50,7 +50,7 @@ TEST(ImageTest, ScientificStackImportsAsNonRootWithoutNetwork) {
                                    "seccomp=" + Engine::Get().container_profile()};
   auto created = client.CreateContainer(spec);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
-  runner::ContainerHandle handle(&client, created->id, nullptr);
+  runner::ContainerHandle handle(&Engine::Get().engine(), created->id, nullptr);
   auto stream = client.Attach(handle.id(), docker::AttachOptions{});
   ASSERT_TRUE(stream.ok()) << stream.error().ToString();
   ASSERT_TRUE(client.StartContainer(handle.id()).ok());

@@ -68,7 +68,7 @@ class PackagesTest : public ::testing::Test {
     service::ServiceOptions options;
     options.container_seccomp_json = Engine::Get().container_profile();
     options.run_filter_bpf = Engine::Get().run_filter_bpf();
-    return service::SandboxService::Create(config, Engine::Get().client(), options,
+    return service::SandboxService::Create(config, Engine::Get().engine(), options,
                                            sandbox::testing::TestLogger("packages-test"));
   }
 

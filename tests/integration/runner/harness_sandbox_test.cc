@@ -62,7 +62,7 @@ TEST(HarnessSandboxTest, PreparedAgainOnceTheHarnessHasForkedTheNextRun) {
   const auto instance = sandbox::testing::TestInstanceId("prepared");
   SandboxSetup setup = MakeSetup(instance, {});  // nothing preloaded: a quick start
   setup.pool.warm_plot = false;
-  auto started = HarnessSandbox::Start(Engine::Get().client(), setup,
+  auto started = HarnessSandbox::Start(Engine::Get().engine(), setup,
                                        sandbox::testing::TestLogger("prepared"));
   ASSERT_TRUE(started.ok()) << started.error().ToString();
   HarnessSandbox& sandbox = **started;
@@ -119,7 +119,7 @@ TEST(HarnessSandboxTest, InteractiveStdinAsksTheObserverInIsolatedRunsAndSession
     setup.pool.interactive_input = true;
     setup.session = session;
     auto started =
-        HarnessSandbox::Start(Engine::Get().client(), setup, sandbox::testing::TestLogger("stdin"));
+        HarnessSandbox::Start(Engine::Get().engine(), setup, sandbox::testing::TestLogger("stdin"));
     ASSERT_TRUE(started.ok()) << started.error().ToString();
     HarnessSandbox& sandbox = **started;
     if (session) {
@@ -156,7 +156,7 @@ TEST(HarnessSandboxTest, WithoutThePoolOptionStdinIsEofEvenForAnObserverThatAnsw
   SandboxSetup setup = MakeSetup(instance, {});
   setup.pool.warm_plot = false;  // interactive_input stays false (the default)
   auto started =
-      HarnessSandbox::Start(Engine::Get().client(), setup, sandbox::testing::TestLogger("nostdin"));
+      HarnessSandbox::Start(Engine::Get().engine(), setup, sandbox::testing::TestLogger("nostdin"));
   ASSERT_TRUE(started.ok()) << started.error().ToString();
   exec::CancelToken cancel;
   ScriptedStdin observer({"bob"});
@@ -174,7 +174,7 @@ TEST(HarnessSandboxTest, CancelledStartGivesUpAndRemovesItsContainer) {
       MakeSetup(instance, {"numpy", "pandas", "matplotlib", "scipy", "scipy.stats", "sympy"});
   std::atomic<bool> cancel{false};
   auto start = std::async(std::launch::async, [&] {
-    return HarnessSandbox::Start(Engine::Get().client(), setup,
+    return HarnessSandbox::Start(Engine::Get().engine(), setup,
                                  sandbox::testing::TestLogger("cancel-start"), &cancel);
   });
   // Cancel once the container runs, i.e. while the start waits for the harness.

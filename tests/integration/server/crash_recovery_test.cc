@@ -97,12 +97,12 @@ runner::ContainerHandle StartLabelled(const std::string& instance, const std::st
   EXPECT_TRUE(created.ok()) << created.error().ToString();
   if (!created.ok()) return {};
   EXPECT_TRUE(client.StartContainer(created->id).ok());
-  return runner::ContainerHandle(&client, created->id, nullptr);
+  return runner::ContainerHandle(&Engine::Get().engine(), created->id, nullptr);
 }
 
 // The owner label of a process that has exited: a child of this test, run and reaped.
 std::string DeadOwner() {
-  auto self = service::DetectOwner(Engine::Get().client());
+  auto self = service::DetectOwner(Engine::Get().engine());
   EXPECT_TRUE(self.ok());
   pid_t child = ::fork();
   if (child == 0) {
@@ -243,7 +243,7 @@ TEST(CrashRecoveryTest, OtherInstancesAreLeftAlone) {
   spec.host_config.network_mode = "none";
   auto created = client.CreateContainer(spec);
   ASSERT_TRUE(created.ok());
-  runner::ContainerHandle guard(&client, created->id, nullptr);
+  runner::ContainerHandle guard(&Engine::Get().engine(), created->id, nullptr);
   ASSERT_TRUE(client.StartContainer(created->id).ok());
 
   sandbox::testing::ServerProcess server(instance, FreePort(), kPools);

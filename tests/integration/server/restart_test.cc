@@ -70,7 +70,7 @@ class RestartTest : public ::testing::Test {
   // Whatever the test left (session containers outlive their server by design).
   void TearDown() override {
     server_.reset();
-    (void)service::RemoveLeftovers(Engine::Get().client(), instance_, nullptr);
+    (void)service::RemoveLeftovers(Engine::Get().engine(), instance_, nullptr);
   }
 
   void StartServer(int grace_s) {

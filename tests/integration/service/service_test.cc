@@ -38,7 +38,7 @@ class ServiceTest : public ::testing::TestWithParam<config::PoolMode> {
     ServiceOptions options;
     options.container_seccomp_json = Engine::Get().container_profile();
     options.run_filter_bpf = Engine::Get().run_filter_bpf();
-    auto service = SandboxService::Create(config_, Engine::Get().client(), options,
+    auto service = SandboxService::Create(config_, Engine::Get().engine(), options,
                                           sandbox::testing::TestLogger("service-test"));
     ASSERT_TRUE(service.ok()) << service.error().ToString();
     service_ = std::move(*service);
@@ -47,7 +47,7 @@ class ServiceTest : public ::testing::TestWithParam<config::PoolMode> {
   void TearDown() override {
     if (service_) service_->Shutdown();
     service_.reset();
-    auto left = RemoveLeftovers(Engine::Get().client(), instance_, nullptr);
+    auto left = RemoveLeftovers(Engine::Get().engine(), instance_, nullptr);
     ASSERT_TRUE(left.ok());
     EXPECT_EQ(*left, 0) << "the service left containers behind";
   }

@@ -62,7 +62,7 @@ class SharedServices {
     service::ServiceOptions options;
     options.container_seccomp_json = Engine::Get().container_profile();
     options.run_filter_bpf = Engine::Get().run_filter_bpf();
-    auto created = service::SandboxService::Create(entry.config, Engine::Get().client(), options,
+    auto created = service::SandboxService::Create(entry.config, Engine::Get().engine(), options,
                                                    TestLogger(suite_));
     if (!created.ok()) {
       ADD_FAILURE() << "SandboxService::Create: " << created.error().ToString();
@@ -86,7 +86,7 @@ class SharedServices {
     for (auto& [mode, entry] : entries_) {
       entry->service->Shutdown();
       entry->service.reset();
-      auto left = service::RemoveLeftovers(Engine::Get().client(), entry->instance, nullptr);
+      auto left = service::RemoveLeftovers(Engine::Get().engine(), entry->instance, nullptr);
       EXPECT_TRUE(left.ok()) << (left.ok() ? "" : left.error().ToString());
       if (left.ok()) {
         EXPECT_EQ(*left, 0) << "the " << config::PoolModeName(mode)

@@ -43,11 +43,11 @@ class SessionTest : public ::testing::Test {
     options.container_seccomp_json = Engine::Get().container_profile();
     options.run_filter_bpf = Engine::Get().run_filter_bpf();
     auto logger = sandbox::testing::TestLogger("session-test");
-    auto service = SandboxService::Create(config_, Engine::Get().client(), options, logger);
+    auto service = SandboxService::Create(config_, Engine::Get().engine(), options, logger);
     ASSERT_TRUE(service.ok()) << service.error().ToString();
     service_ = std::move(*service);
     auto sessions =
-        SessionManager::Create(config_, Engine::Get().client(), *service_, options, logger);
+        SessionManager::Create(config_, Engine::Get().engine(), *service_, options, logger);
     ASSERT_TRUE(sessions.ok()) << sessions.error().ToString();
     sessions_ = std::move(*sessions);
     service_->Start();
@@ -59,7 +59,7 @@ class SessionTest : public ::testing::Test {
     if (service_) service_->Shutdown();
     sessions_.reset();
     service_.reset();
-    auto left = RemoveLeftovers(Engine::Get().client(), instance_, nullptr);
+    auto left = RemoveLeftovers(Engine::Get().engine(), instance_, nullptr);
     ASSERT_TRUE(left.ok());
     EXPECT_EQ(*left, 0) << "sessions left containers behind";
   }

@@ -1,9 +1,13 @@
+// The runner's engine-neutral spec (BuildSandboxSpec) as the Docker engine creates it
+// (docker::ToContainerSpec): every hardening option, the labels and the limits.
 #include "sandbox/runner/sandbox_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+
+#include "sandbox/docker/docker_engine.h"
 
 namespace sandbox::runner {
 namespace {
@@ -17,7 +21,7 @@ docker::ContainerSpec Build(const config::PoolConfig& pool) {
   input.container_seccomp_json = R"({"defaultAction":"SCMP_ACT_ERRNO"})";
   input.instance_id = "test-instance";
   input.extra_labels = {{"io.sandbox-mcp.session", "s1"}};
-  return BuildSandboxSpec(input);
+  return docker::ToContainerSpec(BuildSandboxSpec(input));
 }
 
 TEST(SandboxSpecTest, EveryHardeningOptionIsSet) {
@@ -95,16 +99,114 @@ TEST(SandboxSpecTest, OnlySessionsThatOutliveTheServerKeepStdinOpen) {
   SandboxSpecInput input;
   input.pool = &pool;
   input.instance_id = "test-instance";
-  EXPECT_TRUE(BuildSandboxSpec(input).stdin_once);
+  EXPECT_TRUE(docker::ToContainerSpec(BuildSandboxSpec(input)).stdin_once);
   input.session = true;
-  EXPECT_TRUE(BuildSandboxSpec(input).stdin_once);
+  EXPECT_TRUE(docker::ToContainerSpec(BuildSandboxSpec(input)).stdin_once);
   input.keep_stdin_open = true;
-  auto spec = BuildSandboxSpec(input);
+  auto spec = docker::ToContainerSpec(BuildSandboxSpec(input));
   EXPECT_FALSE(spec.stdin_once);
   EXPECT_TRUE(spec.open_stdin);
   EXPECT_TRUE(spec.host_config.readonly_rootfs);  // the hardening stays as it is
   EXPECT_EQ(spec.host_config.network_mode, "none");
   EXPECT_EQ(docker::BuildCreateBody(spec).at("HostConfig").value("AutoRemove", false), true);
+}
+
+}  // namespace
+}  // namespace sandbox::runner
+
+namespace sandbox::runner {
+namespace {
+
+// BuildSandboxSpec as it was before the engine seam (it made the Docker spec itself), kept
+// verbatim so the test below proves that the seam changed no container's create body.
+docker::ContainerSpec SpecBeforeTheSeam(const SandboxSpecInput& input) {
+  const config::PoolConfig& pool = *input.pool;
+  docker::ContainerSpec spec;
+  spec.image = pool.image;
+  spec.cmd = {pool.python, "-I", "-u", "-c", BootstrapCode()};
+  spec.entrypoint = std::vector<std::string>{};
+  spec.user = std::string(kSandboxUser);
+  spec.working_dir = "/tmp";
+  spec.open_stdin = true;
+  spec.attach_stdin = true;
+  spec.attach_stdout = true;
+  spec.attach_stderr = true;
+  spec.stdin_once = !input.keep_stdin_open;
+  spec.network_disabled = true;
+  spec.labels = input.extra_labels;
+  spec.labels[std::string(kManagedLabel)] = "true";
+  spec.labels[std::string(kInstanceLabel)] = input.instance_id;
+  spec.labels[std::string(kPoolLabel)] = pool.name;
+  spec.labels[std::string(kModeLabel)] =
+      input.session ? std::string("session") : std::string(config::PoolModeName(pool.mode));
+  auto& hc = spec.host_config;
+  hc.network_mode = "none";
+  hc.readonly_rootfs = true;
+  hc.cap_drop = {"ALL"};
+  hc.security_opt = {"no-new-privileges:true", "seccomp=" + input.container_seccomp_json};
+  hc.init = true;
+  hc.ipc_mode = "private";
+  hc.memory = ContainerMemoryBytes(pool);
+  hc.memory_swap = hc.memory;
+  hc.nano_cpus = static_cast<std::int64_t>(pool.limits.cpus * 1e9);
+  hc.pids_limit = ContainerPidsLimit(pool);
+  hc.shm_size = 64LL << 20;
+  const auto tmpfs_size = std::to_string(pool.max_limits.tmpfs_bytes);
+  hc.tmpfs["/tmp"] = "rw,nosuid,nodev,size=" + tmpfs_size + ",mode=1777";
+  hc.ulimits = {
+      {"nproc", pool.max_limits.nproc, pool.max_limits.nproc},
+      {"nofile", pool.max_limits.nofile, pool.max_limits.nofile},
+      {"fsize", pool.max_limits.fsize_bytes, pool.max_limits.fsize_bytes},
+      {"core", 0, 0},
+  };
+  if (!pool.runtime.empty()) hc.runtime = pool.runtime;
+  spec.extra = {{"HostConfig", {{"AutoRemove", true}}}};
+  return spec;
+}
+
+TEST(SandboxSpecTest, TheDockerBodyIsTheOneBeforeTheSeam) {
+  config::PoolConfig plain;
+  config::PoolConfig tuned;
+  tuned.name = "ml";
+  tuned.mode = config::PoolMode::kFresh;
+  tuned.image = "sandbox-mcp-python:ml";
+  tuned.python = "/usr/bin/python3";
+  tuned.limits.cpus = 1.5;
+  tuned.limits.memory_bytes = 300LL << 20;
+  tuned.limits.pids = 40;
+  tuned.zygote_memory_bytes = 90LL << 20;
+  tuned.max_limits.tmpfs_bytes = 100LL << 20;
+  tuned.max_limits.nproc = 512;
+  tuned.max_limits.nofile = 300;
+  tuned.max_limits.fsize_bytes = 12345678;
+  config::PoolConfig gvisor;
+  gvisor.runtime = "runsc";
+  gvisor.limits.cpus = 0.25;
+  struct Case {
+    const config::PoolConfig* pool;
+    bool session;
+    bool keep_stdin_open;
+    std::map<std::string, std::string> labels;
+  };
+  const std::vector<Case> cases = {
+      {&plain, false, false, {}},
+      {&tuned, false, false, {{"io.sandbox-mcp.owner", "v1 boot=b pidns=p pid=1 start=2"}}},
+      {&tuned, true, true, {{"io.sandbox-mcp.session-key", "k1"}}},
+      {&gvisor, true, false, {}},
+  };
+  for (const auto& c : cases) {
+    SandboxSpecInput input;
+    input.pool = c.pool;
+    input.container_seccomp_json = R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[]})";
+    input.instance_id = "i-" + c.pool->name;
+    input.extra_labels = c.labels;
+    input.session = c.session;
+    input.keep_stdin_open = c.keep_stdin_open;
+    const auto now = docker::BuildCreateBody(docker::ToContainerSpec(BuildSandboxSpec(input)));
+    const auto before = docker::BuildCreateBody(SpecBeforeTheSeam(input));
+    EXPECT_EQ(now, before) << "pool " << c.pool->name << ", session " << c.session << ":\nnow    "
+                           << now.dump() << "\nbefore " << before.dump();
+  }
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ TEST(OwnerTest, OwnContainerRestartedIsGone) {
 }
 
 TEST(OwnerTest, UnlabelledSweptOnlyWhenStoppedOrTooOld) {
-  docker::ContainerSummary c;
+  engine::Listed c;
   c.created = 1000;
   c.state = "running";
   const std::chrono::seconds life{600};

@@ -17,8 +17,8 @@ config::PoolConfig MlPool() {
   return pool;
 }
 
-docker::ImageInfo Labelled(const std::string& deb, const std::string& pip) {
-  docker::ImageInfo image;
+engine::ImageFacts Labelled(const std::string& deb, const std::string& pip) {
+  engine::ImageFacts image;
   image.labels["io.sandbox-mcp.packages"] = deb;
   image.labels["io.sandbox-mcp.pip-packages"] = pip;
   return image;
@@ -43,7 +43,7 @@ TEST(PoolImageTest, AnImageWithTheSameListsIsAccepted) {
   EXPECT_TRUE(CheckPoolImage(MlPool(), Labelled("python3-seaborn python3-sklearn", "tqdm")).ok());
   // A pool without packages takes any image, labelled or not.
   config::PoolConfig plain;
-  EXPECT_TRUE(CheckPoolImage(plain, docker::ImageInfo{}).ok());
+  EXPECT_TRUE(CheckPoolImage(plain, engine::ImageFacts{}).ok());
 }
 
 TEST(PoolImageTest, OtherListsAreRefusedWithTheRebuildCommand) {
@@ -54,18 +54,18 @@ TEST(PoolImageTest, OtherListsAreRefusedWithTheRebuildCommand) {
   EXPECT_THAT(status.error().message(), HasSubstr("built with packages \"python3-sklearn\""));
   EXPECT_THAT(status.error().message(), HasSubstr("rebuild it with images/build.sh --tag"));
   // An image not built by images/build.sh has no labels at all.
-  EXPECT_FALSE(CheckPoolImage(MlPool(), docker::ImageInfo{}).ok());
+  EXPECT_FALSE(CheckPoolImage(MlPool(), engine::ImageFacts{}).ok());
 }
 
 TEST(PoolImageTest, AMissingImageSaysHowToBuildIt) {
-  Result<docker::ImageInfo> missing = Error(ErrorCode::kNotFound, "no such image");
+  Result<engine::ImageFacts> missing = Error(ErrorCode::kNotFound, "no such image");
   Status status = CheckPoolImage(MlPool(), missing);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().code(), ErrorCode::kNotFound);
   EXPECT_THAT(status.error().message(),
               HasSubstr("which the engine does not have: build it with images/build.sh --tag"));
   // Other engine failures keep their own code and say which pool was being checked.
-  Result<docker::ImageInfo> down = Error(ErrorCode::kUnavailable, "engine down");
+  Result<engine::ImageFacts> down = Error(ErrorCode::kUnavailable, "engine down");
   status = CheckPoolImage(MlPool(), down);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().code(), ErrorCode::kUnavailable);

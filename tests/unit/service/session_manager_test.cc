@@ -423,8 +423,8 @@ class AdoptTest : public SessionManagerTest {
   }
 
   // A session container of this instance holding the session `id` of alice.
-  docker::ContainerSummary Left(const std::string& id, const std::string& pool = "default") {
-    docker::ContainerSummary c;
+  engine::Listed Left(const std::string& id, const std::string& pool = "default") {
+    engine::Listed c;
     c.id = "left" + id;
     c.labels = {{std::string(runner::kManagedLabel), "true"},
                 {std::string(runner::kInstanceLabel), config_.instance_id},
