@@ -5,6 +5,8 @@
 namespace sandbox::mcp {
 namespace {
 
+namespace rpc_code = jsonrpc::rpc_code;
+
 RpcFailure InvalidMeta(std::string message) {
   return RpcFailure{{rpc_code::kInvalidParams, std::move(message)}, nullptr};
 }

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "sandbox/core/base64.h"
-#include "sandbox/mcp/random_id.h"
+#include "sandbox/core/random_id.h"
 #include "sandbox/mcp/run_result_format.h"
 #include "sandbox/mcp/task_stdin.h"
 #include "tool_args.h"

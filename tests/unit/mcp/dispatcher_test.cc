@@ -11,6 +11,9 @@ namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
+namespace rpc_code = jsonrpc::rpc_code;
+using jsonrpc::DumpJson;
+using jsonrpc::kMaxBatchSize;
 
 using testing::CallRunPython;
 using testing::FakeService;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "sandbox/mcp/dispatcher.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
 #include "sandbox/mcp/session_resources.h"

@@ -40,11 +40,11 @@ TEST_F(StdioTest, OneMessagePerLine) {
 
 TEST_F(StdioTest, BadLinesGetErrors) {
   WriteRaw("{oops\n");
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kParseError);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kParseError);
   WriteRaw(std::string(5000, ' ') + "x\n");  // over the 4096-byte limit
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
   WriteLine(Request(1, "tools/list"));  // before initialize
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
 }
 
 TEST_F(StdioTest, CancelArrivesWhileARunIsInProgress) {
@@ -98,7 +98,7 @@ TEST_F(ModernStdioTest, ModernRequestsNeedNoInitialize) {
   EXPECT_EQ(response["result"]["resultType"], "complete");
   // A legacy request before initialize is still refused as before.
   WriteLine(Request(3, "tools/list"));
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
 }
 
 TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
@@ -117,7 +117,7 @@ TEST_F(ModernStdioTest, InitializeMakesTheProcessLegacy) {
   EXPECT_EQ(ReadLine()["result"]["protocolVersion"], "2025-11-25");
   // After initialize, server/discover is a method the legacy era does not know.
   WriteLine(ModernRequest(2, "server/discover"));
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kMethodNotFound);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kMethodNotFound);
   WriteLine(ModernRequest(3, "tools/list"));
   EXPECT_FALSE(ReadLine()["result"].contains("resultType"));
 }
