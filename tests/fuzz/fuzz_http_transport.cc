@@ -566,7 +566,7 @@ class Conversation {
     }
   }
 
-  mcp::testing::FakeService service_;
+  sandbox::testing::FakeService service_;
   sandbox::testing::FakeSessionService sessions_;
   mcp::Dispatcher dispatcher_ = sandbox::fuzz::MakeFuzzDispatcher(service_, sessions_);
   std::unique_ptr<http::RequestGuard> guard_;

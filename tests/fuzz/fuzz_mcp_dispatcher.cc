@@ -79,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): libFuzzer hands bytes
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  mcp::testing::FakeService service;
+  sandbox::testing::FakeService service;
   sandbox::testing::FakeSessionService sessions;
   mcp::TaskStore tasks(mcp::TaskOptions{}, mcp::testing::NullLogger());
   mcp::Dispatcher dispatcher = sandbox::fuzz::MakeFuzzDispatcher(service, sessions, &tasks);

@@ -15,7 +15,7 @@ namespace {
 
 using json = nlohmann::json;
 namespace rpc_code = jsonrpc::rpc_code;
-using testing::FakeService;
+using sandbox::testing::FakeService;
 using testing::ModernRequest;
 using testing::RecordingOutbound;
 

@@ -16,7 +16,7 @@ using json = nlohmann::json;
 namespace rpc_code = jsonrpc::rpc_code;
 using sandbox::testing::FakeSessionService;
 using testing::CallTool;
-using testing::FakeService;
+using sandbox::testing::FakeService;
 using testing::InitializeRequest;
 using testing::Notification;
 using testing::RecordingOutbound;

@@ -20,7 +20,7 @@ namespace {
 using json = nlohmann::json;
 namespace rpc_code = jsonrpc::rpc_code;
 using jsonrpc::DumpJson;
-using testing::FakeService;
+using sandbox::testing::FakeService;
 using testing::NullLogger;
 
 // Polls `done` for up to 30 s.

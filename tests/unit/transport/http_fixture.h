@@ -21,7 +21,7 @@ namespace sandbox::transport::testing {
 using json = nlohmann::json;
 using http::GuardOptions;
 using http::RequestGuard;
-using mcp::testing::FakeService;
+using sandbox::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;

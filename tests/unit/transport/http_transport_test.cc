@@ -21,7 +21,7 @@ namespace {
 using json = nlohmann::json;
 using http::GuardOptions;
 using mcp::testing::CallRunPython;
-using mcp::testing::FakeService;
+using sandbox::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
@@ -154,7 +154,7 @@ TEST_F(HttpTransportTest, CancelledRequestGetsNoResponse) {
   auto cancel = Post(Notification("notifications/cancelled", {{"requestId", "c1"}}));
   EXPECT_EQ(cancel->status, 202);
   caller.join();
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   ASSERT_TRUE(body);
   for (const auto& event : ParseSse(*body)) {
     EXPECT_FALSE(event.data.contains("id")) << event.data;  // notifications only, no response
@@ -179,7 +179,7 @@ TEST_F(HttpTransportTest, DroppedConnectionCancelsTheRun) {
   ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   ASSERT_TRUE(service_.WaitStarted());
   close(fd);
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
 }
 
 TEST_F(HttpTransportTest, HostAndOriginChecks) {

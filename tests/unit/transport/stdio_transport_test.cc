@@ -14,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 
 using mcp::testing::CallRunPython;
-using mcp::testing::FakeService;
+using sandbox::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::ModernRequest;
 using mcp::testing::Notification;
@@ -56,7 +56,7 @@ TEST_F(StdioTest, CancelArrivesWhileARunIsInProgress) {
   json progress = ReadLine();  // the run's "started" output
   EXPECT_EQ(progress["method"], "notifications/progress");
   WriteLine(Notification("notifications/cancelled", {{"requestId", 7}}));
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   WriteLine(Request(8, "ping"));
   // The next line is the ping's answer: the cancelled call sent no response.
   EXPECT_EQ(ReadLine()["id"], 8);
@@ -81,7 +81,7 @@ TEST_F(StdioTest, StopCancelsRunsInFlight) {
   ASSERT_TRUE(service_.WaitStarted());
   transport_->Stop();
   server_.join();
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
 }
 
 // ---- 2026-07-28: stdio tells the eras apart ----
@@ -107,7 +107,7 @@ TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
                           {{"name", "run_python"}, {"arguments", {{"code", "while True: pass"}}}}));
   ASSERT_TRUE(service_.WaitStarted());
   WriteLine(Notification("notifications/cancelled", {{"requestId", 7}}));
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   WriteLine(ModernRequest(8, "tools/list"));
   EXPECT_EQ(ReadLine()["id"], 8);  // the cancelled call sent no response
 }
