@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "sandbox/http/http_helpers.h"
-#include "sandbox/http/response_framing.h"
+#include "response_framing.h"
 #include "sandbox/http/server_setup.h"
 
 namespace sandbox::http {

@@ -18,7 +18,7 @@
 #include "sandbox/core/error.h"
 #include "sandbox/http/request_head.h"
 #include "sandbox/http/rpc_error.h"
-#include "sandbox/http/worker_pool.h"
+#include "worker_pool.h"
 #include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::http {

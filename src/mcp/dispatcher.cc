@@ -8,7 +8,7 @@
 #include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_notifier.h"
-#include "sandbox/mcp/session_uri.h"
+#include "session_uri.h"
 
 namespace sandbox::mcp {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "sandbox/core/base64.h"
 #include "sandbox/core/random_id.h"
-#include "sandbox/mcp/run_result_format.h"
-#include "sandbox/mcp/task_stdin.h"
+#include "run_result_format.h"
+#include "task_stdin.h"
 #include "tool_args.h"
 
 namespace sandbox::mcp {

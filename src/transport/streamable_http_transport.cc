@@ -10,7 +10,7 @@
 #include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_meta.h"
-#include "sandbox/transport/mcp_headers.h"
+#include "mcp_headers.h"
 
 namespace sandbox::transport {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "sandbox/core/base64.h"
 #include "conformance/conformance_tools.h"
-#include "sandbox/mcp/session_uri.h"
+#include "mcp/session_uri.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {

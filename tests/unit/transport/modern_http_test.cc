@@ -4,7 +4,7 @@
 // era unchanged beside it.
 #include <gtest/gtest.h>
 
-#include "sandbox/transport/mcp_headers.h"
+#include "transport/mcp_headers.h"
 #include "unit/transport/http_fixture.h"
 
 namespace sandbox::transport {
