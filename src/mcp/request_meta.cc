@@ -5,6 +5,7 @@
 namespace sandbox::mcp {
 namespace {
 
+using json = nlohmann::json;
 namespace rpc_code = jsonrpc::rpc_code;
 
 RpcFailure InvalidMeta(std::string message) {
