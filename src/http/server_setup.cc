@@ -18,8 +18,8 @@
 #include "sandbox/core/error.h"
 #include "sandbox/http/request_head.h"
 #include "sandbox/http/rpc_error.h"
-#include "worker_pool.h"
 #include "sandbox/jsonrpc/json_rpc.h"
+#include "worker_pool.h"
 
 namespace sandbox::http {
 namespace {

@@ -4,9 +4,9 @@
 #include <optional>
 #include <utility>
 
+#include "run_result_format.h"
 #include "sandbox/core/base64.h"
 #include "sandbox/core/random_id.h"
-#include "run_result_format.h"
 #include "task_stdin.h"
 #include "tool_args.h"
 

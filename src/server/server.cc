@@ -132,8 +132,8 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   // Tasks of the MCP tasks extension (2026-07-28): runs that outlive their request. Shut down
   // (their runs cancelled) before the engine stops and before the dispatcher's tools go.
   mcp::TaskStore tasks(TaskOptionsOf(config), logger);
-  mcp::Dispatcher dispatcher =
-      MakeDispatcher(config, served.runs(), served.sessions(), extensions, &tasks, inflight, logger);
+  mcp::Dispatcher dispatcher = MakeDispatcher(config, served.runs(), served.sessions(), extensions,
+                                              &tasks, inflight, logger);
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
   admin::PoolTuner tuner(service, admin::PoolBounds{config, host}, &metrics, logger);
   const FrontEnd front{.config = config,

@@ -47,8 +47,8 @@ inline std::string LegacyLastEvent(const std::string& reason) {
 // error saying why (the run is cancelled).
 inline http::SseChannel::LastEvent CallLastEvent(nlohmann::json id) {
   return [id = std::move(id)](const std::string& reason) {
-    return http::FormatSseEvent(
-        "message", jsonrpc::DumpJson(jsonrpc::MakeError(id, {jsonrpc::rpc_code::kServerError, reason})));
+    return http::FormatSseEvent("message", jsonrpc::DumpJson(jsonrpc::MakeError(
+                                               id, {jsonrpc::rpc_code::kServerError, reason})));
   };
 }
 
@@ -94,7 +94,8 @@ inline std::optional<nlohmann::json> ReadJsonBody(const httplib::Request& req,
   }
   auto parsed = jsonrpc::ParseJsonText(req.body);
   if (!parsed.ok()) {
-    http::SendRpcError(res, 400, jsonrpc::rpc_code::kParseError, jsonrpc::RpcParseError(parsed.error()));
+    http::SendRpcError(res, 400, jsonrpc::rpc_code::kParseError,
+                       jsonrpc::RpcParseError(parsed.error()));
     return std::nullopt;
   }
   return std::move(parsed).value();

@@ -5,12 +5,12 @@
 #include <optional>
 
 #include "http_common.h"
+#include "mcp_headers.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_meta.h"
-#include "mcp_headers.h"
 
 namespace sandbox::transport {
 namespace {

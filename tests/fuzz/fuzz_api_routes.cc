@@ -34,8 +34,8 @@
 #include "sandbox/core/json.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
-#include "support/fake_session_service.h"
 #include "support/fake_service.h"
+#include "support/fake_session_service.h"
 #include "unit/mcp/test_util.h"
 
 namespace {
@@ -74,11 +74,11 @@ class Client {
     service_.SetBehaviour(
         [](const sandbox::exec::RunRequest& request, sandbox::exec::RunObserver& observer,
            const sandbox::exec::CancelToken&) -> sandbox::Result<sandbox::exec::RunResult> {
-      observer.OnStarted();
-      observer.OnOutput(sandbox::exec::Stream::kStdout, request.code);
-      observer.OnOutput(sandbox::exec::Stream::kStderr, "err");
-      return sandbox::testing::FakeService::Ok(request.code, "err");
-    });
+          observer.OnStarted();
+          observer.OnOutput(sandbox::exec::Stream::kStdout, request.code);
+          observer.OnOutput(sandbox::exec::Stream::kStderr, "err");
+          return sandbox::testing::FakeService::Ok(request.code, "err");
+        });
     http::ConfigureHttpServer(server_, http::HttpServerOptions{}, guard_);
     api::ApiOptions options;
     options.sse_poll = std::chrono::milliseconds(5);

@@ -54,7 +54,8 @@ class FakeService final : public exec::ExecutionService {
       ++running_;
     }
     cv_.notify_all();
-    Result<exec::RunResult> result = behaviour_ ? behaviour_(request, observer, cancel) : Hello(observer);
+    Result<exec::RunResult> result =
+        behaviour_ ? behaviour_(request, observer, cancel) : Hello(observer);
     {
       std::lock_guard lock(mu_);
       --running_;

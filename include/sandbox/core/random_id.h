@@ -1,4 +1,4 @@
-// Unguessable identifiers (MCP session ids, run ids, request ids) from the kernel's CSPRNG (getrandom).
+// Unguessable identifiers (MCP session ids, run ids, request ids) from the kernel's CSPRNG.
 // Thread-safety: safe from any thread.
 #pragma once
 

@@ -110,8 +110,7 @@ class Dispatcher {
 
  private:
   using NotificationHandler = std::function<void(const jsonrpc::Message&)>;
-  using RequestHandler =
-      std::function<nlohmann::json(const jsonrpc::Message&, bool& suppress)>;
+  using RequestHandler = std::function<nlohmann::json(const jsonrpc::Message&, bool& suppress)>;
   // Checks the envelope and routes one message by kind (responses are dropped); a library
   // exception becomes -32603 for a request, never a crash. Both eras go through it.
   std::optional<nlohmann::json> Route(const nlohmann::json& value,

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "sandbox/api/http_api.h"
-#include "support/fake_session_service.h"
 #include "support/fake_service.h"
+#include "support/fake_session_service.h"
 
 namespace sandbox::api {
 namespace {

@@ -15,8 +15,8 @@ namespace rpc_code = jsonrpc::rpc_code;
 using jsonrpc::DumpJson;
 using jsonrpc::kMaxBatchSize;
 
-using testing::CallRunPython;
 using sandbox::testing::FakeService;
+using testing::CallRunPython;
 using testing::InitializeRequest;
 using testing::Notification;
 using testing::RecordingOutbound;

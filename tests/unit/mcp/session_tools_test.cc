@@ -4,9 +4,9 @@
 // plot, download a file written in a third call).
 #include <gtest/gtest.h>
 
-#include "sandbox/core/base64.h"
 #include "conformance/conformance_tools.h"
 #include "mcp/session_uri.h"
+#include "sandbox/core/base64.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {
@@ -14,9 +14,9 @@ namespace {
 
 using json = nlohmann::json;
 namespace rpc_code = jsonrpc::rpc_code;
+using sandbox::testing::FakeService;
 using sandbox::testing::FakeSessionService;
 using testing::CallTool;
-using sandbox::testing::FakeService;
 using testing::InitializeRequest;
 using testing::Notification;
 using testing::RecordingOutbound;

@@ -11,14 +11,14 @@
 #include <mutex>
 #include <vector>
 
-#include "sandbox/mcp/dispatcher.h"
 #include "sandbox/jsonrpc/json_rpc.h"
+#include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
 #include "sandbox/mcp/session_resources.h"
 #include "sandbox/mcp/session_tools.h"
-#include "support/fake_session_service.h"
 #include "support/fake_service.h"
+#include "support/fake_session_service.h"
 
 namespace sandbox::mcp::testing {
 

@@ -21,10 +21,10 @@ namespace {
 using json = nlohmann::json;
 using http::GuardOptions;
 using mcp::testing::CallRunPython;
-using sandbox::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
+using sandbox::testing::FakeService;
 using testing::HttpTransportTest;
 using testing::kAccept;
 using testing::ParseSse;
@@ -434,7 +434,8 @@ TEST_F(HttpTransportTest, StreamsBeyondTheLimitGet503AndOtherRequestsAreServed) 
   auto sse = Client().Get("/sse", {{"Accept", "text/event-stream"}});
   ASSERT_TRUE(sse);
   EXPECT_EQ(sse->status, 503);
-  EXPECT_EQ(json::parse(sse->body, nullptr, false)["error"]["code"], jsonrpc::rpc_code::kServerError);
+  EXPECT_EQ(json::parse(sse->body, nullptr, false)["error"]["code"],
+            jsonrpc::rpc_code::kServerError);
   EXPECT_EQ(service_.requests().size(), 2u);  // the refused call never ran
   EXPECT_EQ(legacy_->session_count(), 1u);    // nor did the refused stream open a session
 

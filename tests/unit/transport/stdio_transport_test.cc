@@ -14,11 +14,11 @@ namespace {
 using json = nlohmann::json;
 
 using mcp::testing::CallRunPython;
-using sandbox::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::ModernRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
+using sandbox::testing::FakeService;
 using testing::StdioTest;
 
 TEST_F(StdioTest, OneMessagePerLine) {
