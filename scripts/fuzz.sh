@@ -3,7 +3,7 @@
 # of tests/fuzz, or the unit tests under ASan + UBSan.
 #
 #   scripts/fuzz.sh [--time SECONDS] [--build-dir DIR] [--out DIR] [--rss-mb MB] [--merge]
-#                   [--no-build] [--build-only] [--unit] [TARGET...]
+#                   [--no-build] [--build-only] [--fuzz-only] [--unit] [TARGET...]
 #
 # Every target (or the named ones, e.g. `json mcp_dispatcher`) runs SECONDS (default 600) from
 # its checked-in seed corpus tests/fuzz/corpus/<target>/ with its dictionary; new inputs go to a
@@ -12,6 +12,8 @@
 # OUT/artifacts/<target>/ and logs in OUT/logs/. Prints per target the executions reached and
 # whether anything was found; exits non-zero on any finding.
 # --unit runs the hermetic unit tests (CTest label unit) of that build with halt_on_error.
+# --fuzz-only builds the fuzz targets and their libraries, not the unit tests (half the work:
+# CI's sanitize_build; --unit then needs a full build first).
 # Defaults: DIR build/sanitize, OUT DIR/fuzz-out.
 set -euo pipefail
 
@@ -24,6 +26,7 @@ merge=0
 build=1
 run=1
 unit=0
+build_target=()
 targets=()
 while (($#)); do
   case "$1" in
@@ -35,7 +38,8 @@ while (($#)); do
     --no-build) build=0; shift ;;
     --build-only) run=0; shift ;;
     --unit) unit=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --fuzz-only) build_target=(--target fuzz_targets); shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -49,7 +53,7 @@ if ((build)); then
   done
   cmake -S "$root" -B "$build_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DSANDBOX_FUZZ=ON -DSANDBOX_BUILD_TESTS=ON -DSANDBOX_WERROR="${SANDBOX_WERROR:-OFF}" >/dev/null
-  cmake --build "$build_dir" -j "$(nproc)"
+  cmake --build "$build_dir" -j "$(nproc)" "${build_target[@]}"
 fi
 ((run)) || exit 0
 

@@ -16,6 +16,17 @@ config::PoolConfig WithTunablesOf(config::PoolConfig pool, const config::PoolCon
   return pool;
 }
 
+// `docker` with the fields that say which engines there are cleared, so what remains to
+// compare is the rest (call_timeout_ms).
+config::DockerConfig WithoutEngines(config::DockerConfig docker) {
+  docker.engines.clear();
+  docker.host.clear();
+  docker.tls_ca.clear();
+  docker.tls_cert.clear();
+  docker.tls_key.clear();
+  return docker;
+}
+
 }  // namespace
 
 std::vector<std::string> RestartOnlyChanges(const config::Config& running,
@@ -28,7 +39,14 @@ std::vector<std::string> RestartOnlyChanges(const config::Config& running,
   if (!(server == running.server)) out.emplace_back("server (other than its tokens)");
   if (!(next.sessions == running.sessions)) out.emplace_back("sessions");
   if (!(next.per_principal == running.per_principal)) out.emplace_back("per_principal");
-  if (!(next.docker == running.docker)) out.emplace_back("docker");
+  // The engines (docker.engines, or the docker.host shorthand) are connected, checked and swept
+  // at start-up only.
+  if (!(config::EffectiveEngines(next.docker) == config::EffectiveEngines(running.docker))) {
+    out.emplace_back("docker.engines (the engine list, or docker.host and docker.tls_*)");
+  }
+  if (!(WithoutEngines(next.docker) == WithoutEngines(running.docker))) {
+    out.emplace_back("docker (other than its engines)");
+  }
   if (!(next.policy == running.policy)) out.emplace_back("policy");
   if (!(next.output == running.output)) out.emplace_back("output");
   if (next.default_pool != running.default_pool) out.emplace_back("default_pool");
@@ -39,7 +57,12 @@ std::vector<std::string> RestartOnlyChanges(const config::Config& running,
     const auto* was = config::FindPool(running, pool.name);
     if (was == nullptr) {
       out.push_back("pool '" + pool.name + "' added");
-    } else if (!(WithTunablesOf(pool, *was) == *was)) {
+      continue;
+    }
+    if (pool.engines != was->engines) out.push_back("pools[" + pool.name + "].engines");
+    config::PoolConfig same_engines = pool;
+    same_engines.engines = was->engines;
+    if (!(WithTunablesOf(same_engines, *was) == *was)) {
       out.push_back("pools[" + pool.name +
                     "] (other than min_idle, max_total, max_concurrent_starts, limits, autoscale)");
     }

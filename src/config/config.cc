@@ -1,7 +1,10 @@
-// Queries of a Config: pools by name, and the per-principal shares of server-wide bounds.
+// Queries of a Config: pools by name, the engines, and the per-principal shares of server-wide
+// bounds.
 #include "sandbox/config/config.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace sandbox::config {
 
@@ -31,6 +34,24 @@ int StreamsPerPrincipal(const Config& config) {
 
 int McpSessionsPerPrincipal(const Config& config) {
   return ShareOf(config, config.per_principal.max_mcp_sessions, config.server.max_mcp_sessions, 10);
+}
+
+std::vector<EngineConfig> EffectiveEngines(const DockerConfig& docker) {
+  if (!docker.engines.empty()) return docker.engines;
+  EngineConfig local;
+  local.name = kShorthandEngineName;
+  local.host = docker.host;
+  local.tls_ca = docker.tls_ca;
+  local.tls_cert = docker.tls_cert;
+  local.tls_key = docker.tls_key;
+  return {local};
+}
+
+std::vector<std::string> PoolEngineNames(const PoolConfig& pool, const DockerConfig& docker) {
+  if (!pool.engines.empty()) return pool.engines;
+  std::vector<std::string> names;
+  for (const auto& engine : EffectiveEngines(docker)) names.push_back(engine.name);
+  return names;
 }
 
 const PoolConfig* FindPool(const Config& config, const std::string& name) {

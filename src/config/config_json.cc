@@ -82,6 +82,7 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("autoscale", [&](const json& v, const std::string& p) {
     return ApplyAutoscale(v, p, pool.autoscale);
   }));
+  SANDBOX_RETURN_IF_ERROR(r.Read("engines", pool.engines));
   return r.RejectUnknown();
 }
 
@@ -172,9 +173,43 @@ Status ApplyPerPrincipal(const json& doc, const std::string& path, PrincipalLimi
   return r.RejectUnknown();
 }
 
+Status ApplyEngine(const json& doc, const std::string& path, EngineConfig& engine) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("name", engine.name));
+  SANDBOX_RETURN_IF_ERROR(r.Read("host", engine.host));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tls_ca", engine.tls_ca));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tls_cert", engine.tls_cert));
+  SANDBOX_RETURN_IF_ERROR(r.Read("tls_key", engine.tls_key));
+  SANDBOX_RETURN_IF_ERROR(r.Read("seccomp_profile_path", engine.seccomp_profile_path));
+  return r.RejectUnknown();
+}
+
 Status ApplyDocker(const json& doc, const std::string& path, DockerConfig& docker) {
   ObjectReader r(doc, path);
   SANDBOX_RETURN_IF_ERROR(r.Check());
+  // Two ways to say one thing: refused even where the shorthand repeats its own default, which
+  // Validate() could not tell from an unset key. An empty list is the shorthand's.
+  if (auto engines = doc.find("engines"); engines != doc.end() && !engines->empty()) {
+    for (const char* key : {"host", "tls_ca", "tls_cert", "tls_key"}) {
+      if (doc.contains(key)) {
+        return Invalid(r.Child(key),
+                       "set together with docker.engines: list every engine in docker.engines "
+                       "(docker.host and docker.tls_* are the one-engine shorthand)");
+      }
+    }
+  }
+  SANDBOX_RETURN_IF_ERROR(
+      r.ReadObject("engines", [&](const json& v, const std::string& p) -> Status {
+        if (!v.is_array()) return Invalid(p, "expected an array of engine objects");
+        docker.engines.clear();
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          EngineConfig engine;
+          SANDBOX_RETURN_IF_ERROR(ApplyEngine(v[i], p + "[" + std::to_string(i) + "]", engine));
+          docker.engines.push_back(std::move(engine));
+        }
+        return OkStatus();
+      }));
   SANDBOX_RETURN_IF_ERROR(r.Read("host", docker.host));
   SANDBOX_RETURN_IF_ERROR(r.Read("tls_ca", docker.tls_ca));
   SANDBOX_RETURN_IF_ERROR(r.Read("tls_cert", docker.tls_cert));

@@ -4,6 +4,8 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "object_reader.h"
 #include "sandbox/config/bounds.h"
@@ -65,10 +67,97 @@ Status CheckPackages(const PoolConfig& p, const std::string& path) {
   return OkStatus();
 }
 
+// The host part of tcp://HOST:PORT ("[::1]" for tcp://[::1]:2376), for the loopback check.
+std::string TcpHostName(const std::string& host) {
+  std::string rest = host.substr(std::string_view("tcp://").size());
+  if (!rest.empty() && rest[0] == '[') return rest.substr(0, rest.find(']') + 1);
+  return rest.substr(0, rest.rfind(':'));
+}
+
+// One engine, shorthand or listed: `where` names it in errors ("docker" for the shorthand,
+// "docker.engines[1]"), `host_key` and `tls_key` the keys its host and TLS files came from.
+Status CheckEngine(const EngineConfig& e, const std::string& where, const std::string& host_key,
+                   const std::string& tls_key) {
+  const bool tcp = e.host.rfind("tcp://", 0) == 0;
+  if (!tcp && e.host.rfind("unix://", 0) != 0) {
+    return Invalid(host_key, "expected unix:///path or tcp://host:port, got \"" + e.host + "\"");
+  }
+  const bool any_tls = !e.tls_ca.empty() || !e.tls_cert.empty() || !e.tls_key.empty();
+  const bool all_tls = !e.tls_ca.empty() && !e.tls_cert.empty() && !e.tls_key.empty();
+  if (any_tls && !all_tls) return Invalid(tls_key, "set tls_ca, tls_cert and tls_key together");
+  if (any_tls && !tcp) return Invalid(tls_key, "TLS applies to tcp:// engines only");
+  // Docker's API is root on the engine's host: beyond loopback only with mutual TLS.
+  if (tcp && !all_tls && !IsLoopbackHost(TcpHostName(e.host))) {
+    return Invalid(host_key, e.host +
+                                 " is beyond loopback: an engine there needs mutual TLS (tls_ca, "
+                                 "tls_cert and tls_key)");
+  }
+  if (!e.seccomp_profile_path.empty() && e.seccomp_profile_path[0] != '/') {
+    return Invalid(where + ".seccomp_profile_path",
+                   "must be an absolute path on the engine's host");
+  }
+  return OkStatus();
+}
+
+Status CheckEngines(const DockerConfig& d) {
+  if (d.engines.empty()) {
+    return CheckEngine(EffectiveEngines(d).front(), "docker", "docker.host", "docker.tls_*");
+  }
+  // Two ways to say one thing (the JSON reader refuses the keys even at their defaults).
+  if (d.host != DockerConfig{}.host) {
+    return Invalid("docker.host",
+                   "set together with docker.engines: list every engine in docker.engines "
+                   "(docker.host and docker.tls_* are the one-engine shorthand)");
+  }
+  if (!d.tls_ca.empty() || !d.tls_cert.empty() || !d.tls_key.empty()) {
+    return Invalid("docker.tls_*",
+                   "set together with docker.engines: give each engine its own tls_ca, tls_cert "
+                   "and tls_key in docker.engines");
+  }
+  static const std::regex kName("^[a-z0-9-]{1,32}$");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < d.engines.size(); ++i) {
+    const EngineConfig& e = d.engines[i];
+    const std::string where = "docker.engines[" + std::to_string(i) + "]";
+    // A metric label value and part of every result: bounded and plain.
+    if (!std::regex_match(e.name, kName)) {
+      return Invalid(where + ".name",
+                     "\"" + e.name + "\" must be 1-32 characters of a-z, 0-9 and -");
+    }
+    if (!names.insert(e.name).second) {
+      return Invalid(where + ".name", "duplicate engine \"" + e.name + "\"");
+    }
+    SANDBOX_RETURN_IF_ERROR(CheckEngine(e, where, where + ".host", where + ".tls_*"));
+  }
+  return OkStatus();
+}
+
+Status CheckPoolEngines(const PoolConfig& p, const DockerConfig& d, const std::string& path) {
+  std::set<std::string> configured;
+  std::string listed;
+  for (const auto& e : EffectiveEngines(d)) {
+    configured.insert(e.name);
+    listed += (listed.empty() ? "" : ", ") + e.name;
+  }
+  std::set<std::string> seen;
+  for (std::size_t j = 0; j < p.engines.size(); ++j) {
+    const std::string& name = p.engines[j];
+    const std::string where = path + ".engines[" + std::to_string(j) + "]";
+    if (!configured.contains(name)) {
+      return Invalid(where, "no engine named \"" + name + "\" (configured: " + listed + ")");
+    }
+    if (!seen.insert(name).second) return Invalid(where, "engine \"" + name + "\" listed twice");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+  // A dotted quad only: "127.example.com" is a name anyone can point anywhere.
+  static const std::regex kLoopbackV4(R"(^127(\.[0-9]{1,3}){3}$)");
+  return host == "localhost" || host == "::1" || host == "[::1]" ||
+         std::regex_match(host, kLoopbackV4);
 }
 
 Status Validate(const Config& config, const HostLimits& host) {
@@ -154,15 +243,10 @@ Status Validate(const Config& config, const HostLimits& host) {
   if (s.max_connections_per_ip < 1 || s.max_connections_per_ip > s.max_connections) {
     return Invalid("server.max_connections_per_ip", "must be 1 to server.max_connections");
   }
-  const auto& d = config.docker;
-  if (d.host.rfind("unix://", 0) != 0 && d.host.rfind("tcp://", 0) != 0) {
-    return Invalid("docker.host", "expected unix:///path or tcp://host:port");
+  SANDBOX_RETURN_IF_ERROR(CheckEngines(config.docker));
+  if (config.docker.call_timeout.count() <= 0) {
+    return Invalid("docker.call_timeout_ms", "must be positive");
   }
-  bool any_tls = !d.tls_ca.empty() || !d.tls_cert.empty() || !d.tls_key.empty();
-  bool all_tls = !d.tls_ca.empty() && !d.tls_cert.empty() && !d.tls_key.empty();
-  if (any_tls && !all_tls)
-    return Invalid("docker.tls_*", "set tls_ca, tls_cert and tls_key together");
-  if (d.call_timeout.count() <= 0) return Invalid("docker.call_timeout_ms", "must be positive");
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
   if (!kLevels.contains(config.log_level)) {
     return Invalid("log_level", "expected one of trace, debug, info, warn, error, off");
@@ -281,6 +365,7 @@ Status Validate(const Config& config, const HostLimits& host) {
     }
     SANDBOX_RETURN_IF_ERROR(CheckLimits(p.max_limits, path + ".max_limits"));
     SANDBOX_RETURN_IF_ERROR(ValidatePoolLimits(p.limits, p.max_limits, path));
+    SANDBOX_RETURN_IF_ERROR(CheckPoolEngines(p, config.docker, path));
   }
   if (FindPool(config, config.default_pool) == nullptr) {
     return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");

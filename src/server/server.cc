@@ -14,9 +14,11 @@
 #include "sandbox/admin/pool_tuner.h"
 #include "sandbox/config/config.h"
 #include "sandbox/core/byte_budget.h"
+#include "sandbox/core/error.h"
 #include "sandbox/core/human_bytes.h"
 #include "sandbox/core/machine_memory.h"
 #include "sandbox/core/memory_trim.h"
+#include "sandbox/core/result.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/task_store.h"
@@ -34,12 +36,32 @@
 namespace sandbox::server {
 namespace {
 
+// What the configuration can say but this server does not do yet: several engines, and
+// Podman's seccomp profile path (docs/scale-out.md section 9, steps 8 and 11). The one place
+// to remove when the engines are wired.
+Status RefuseUnservedEngines(const config::Config& config) {
+  const auto engines = config::EffectiveEngines(config.docker);
+  if (engines.size() > 1) {
+    return Error(ErrorCode::kUnsupported, "docker.engines: more than one engine is not served yet");
+  }
+  if (!engines.front().seccomp_profile_path.empty()) {
+    return Error(ErrorCode::kUnsupported,
+                 "docker.engines[0].seccomp_profile_path: Podman engines are not served yet");
+  }
+  return OkStatus();
+}
+
 int Run(const Invocation& invocation, const Extensions& extensions) {
   const config::Config& config = invocation.config;
   auto logger = MakeLogger(config);
   // What the host lets this process run: the thread budget of Validate() and the admin API.
   const config::HostLimits host = config::ReadHostLimits();
   if (auto valid = config::Validate(config, host); !valid.ok()) return Fail(logger, valid.error());
+  if (auto served = RefuseUnservedEngines(config); !served.ok()) {
+    return Fail(logger, served.error());
+  }
+  // The one engine: docker.host's shorthand or the one entry of docker.engines.
+  const config::EngineConfig engine_config = config::EffectiveEngines(config.docker).front();
   // Before any other thread exists, so that none of them is interrupted by a signal.
   const SignalWaiter signals;
 
@@ -51,10 +73,10 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
 
   sandbox::docker::CurlGlobal curl;
   sandbox::docker::ClientOptions client_options;
-  client_options.transport.host = config.docker.host;
-  if (!config.docker.tls_ca.empty()) {
+  client_options.transport.host = engine_config.host;
+  if (!engine_config.tls_ca.empty()) {
     client_options.transport.tls = sandbox::docker::TlsOptions{
-        config.docker.tls_ca, config.docker.tls_cert, config.docker.tls_key, true};
+        engine_config.tls_ca, engine_config.tls_cert, engine_config.tls_key, true};
   }
   client_options.call_timeout = config.docker.call_timeout;
   // Every metric is recorded here (no global registry); /metrics renders it.
@@ -65,9 +87,9 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   auto client = sandbox::docker::Client::Connect(curl, client_options);
   if (!client.ok()) {
     return Fail(logger, client.error().WithContext("cannot reach the Docker engine at " +
-                                                   config.docker.host));
+                                                   engine_config.host));
   }
-  logger->info("Docker engine at {} (API {})", config.docker.host,
+  logger->info("Docker engine at {} (API {})", engine_config.host,
                (*client)->api_version().ToString());
 
   // Every container is labelled with this process as its owner; at start-up only containers
@@ -79,7 +101,7 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   sandbox::service::SweepOptions sweep;
   sweep.instance_id = config.instance_id;
   sweep.self = *self;
-  sweep.engine_local = config.docker.host.rfind("unix://", 0) == 0;
+  sweep.engine_local = engine_config.host.rfind("unix://", 0) == 0;
   sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
   // Session containers of an earlier run are adopted below rather than removed
   // (docs/architecture.md, "Upgrades keep sessions").

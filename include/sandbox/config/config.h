@@ -120,20 +120,56 @@ struct PoolConfig {
   Limits limits;                                     // defaults for runs in this pool
   Limits max_limits = Limits::DefaultMaxima();       // the most a request may ask for
   AutoscaleConfig autoscale;                         // off by default
+  // The engines (docker.engines names) this pool's sandboxes run on. Empty: every engine.
+  // PoolEngineNames() below resolves it.
+  std::vector<std::string> engines;
 
   bool operator==(const PoolConfig&) const = default;
 };
 
+// One container engine the server runs sandboxes on (docs/scale-out.md section 3). Start-up
+// only: a reload reports a change as needing a restart.
+struct EngineConfig {
+  std::string name;  // [a-z0-9-]{1,32}, unique: a metric label value and the results' `engine`
+  std::string host;  // unix:///path or tcp://host:port; beyond loopback only with mutual TLS
+  // Mutual TLS: the CA, client certificate and key files, the three together or none; tcp://
+  // only.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  // Podman takes a seccomp profile as a path on its own host, not as the JSON text Docker
+  // takes (scale-out.md section 8): that path, absolute. "": send the text.
+  std::string seccomp_profile_path;
+
+  bool operator==(const EngineConfig&) const = default;
+};
+
 struct DockerConfig {
-  // unix:///path or tcp://host:port (TLS when tls_ca/tls_cert/tls_key are set).
+  // Several engines. Empty: the one engine below (host and tls_*), named "local"; setting both
+  // is refused. EffectiveEngines() is the list either way.
+  std::vector<EngineConfig> engines;
+  // The one-engine shorthand: unix:///path or tcp://host:port (TLS when tls_ca/tls_cert/tls_key
+  // are set).
   std::string host = "unix:///var/run/docker.sock";
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
-  std::chrono::milliseconds call_timeout{30000};  // deadline of ordinary engine calls
+  std::chrono::milliseconds call_timeout{30000};  // deadline of ordinary engine calls, any engine
 
   bool operator==(const DockerConfig&) const = default;
 };
+
+// The name of the one engine docker.host and tls_* describe when docker.engines is empty.
+inline constexpr const char* kShorthandEngineName = "local";
+
+// The engines the server runs on: docker.engines as configured, or, when it is empty, one engine
+// named "local" from docker.host and tls_*. The one owner of that fact: nothing else reads
+// docker.host.
+std::vector<EngineConfig> EffectiveEngines(const DockerConfig& docker);
+
+// The engine names a pool runs on: pools[].engines, or every engine of EffectiveEngines() when it
+// is empty, in configuration order.
+std::vector<std::string> PoolEngineNames(const PoolConfig& pool, const DockerConfig& docker);
 
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
@@ -322,7 +358,7 @@ Status ValidatePoolSizes(const PoolConfig& pool, const std::string& path);
 Status ValidatePoolLimits(const Limits& limits, const Limits& max_limits, const std::string& path);
 Status ValidateAutoscale(const AutoscaleConfig& autoscale, int max_total, const std::string& path);
 
-// True for 127.0.0.0/8, ::1 and "localhost".
+// True for 127.0.0.0/8 as a dotted quad, ::1 (bracketed or not) and "localhost".
 bool IsLoopbackHost(const std::string& host);
 
 const PoolConfig* FindPool(const Config& config, const std::string& name);

@@ -138,7 +138,13 @@ docker image inspect sandbox-mcp-python:latest >/dev/null 2>&1 ||
 previous="$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)"
 log "building $image (project $project)"
 build_start=$(date +%s)
+# scripts/test.sh builds the same image beforehand, in the background at a low CPU weight, under
+# this lock (docs/ci.md): waiting for it makes this build a cache hit, not a second compile.
+exec 8>"${TMPDIR:-/tmp}/sandbox-mcp-server-image.lock"
+flock 8
 compose build >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; fail "compose build"; }
+flock -u 8
+exec 8>&-
 log "built $image in $(($(date +%s) - build_start)) s"
 current="$(docker image inspect -f '{{.Id}}' "$image")"
 if [[ -n "$previous" && "$previous" != "$current" ]]; then

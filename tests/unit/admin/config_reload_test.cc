@@ -133,5 +133,42 @@ TEST(RestartOnlyChangesTest, TunablesAndTokensAreNotListed) {
   EXPECT_THAT(RestartOnlyChanges(a, b), Contains("pool 'default' removed"));
 }
 
+config::EngineConfig Engine(const std::string& name, const std::string& host) {
+  config::EngineConfig engine;
+  engine.name = name;
+  engine.host = host;
+  return engine;
+}
+
+// Engines are connected, checked and swept at start-up only: a reload names a changed engine
+// list (docker.engines, or the docker.host shorthand) and a pool's engines as needing a restart.
+TEST(RestartOnlyChangesTest, EnginesNeedARestart) {
+  config::Config a;
+  config::Config b = a;
+  b.docker.host = "unix:///run/other.sock";
+  EXPECT_THAT(RestartOnlyChanges(a, b), Contains(HasSubstr("docker.engines")));
+
+  config::Config listed = a;
+  listed.docker.engines = {Engine("e1", "unix:///run/e1.sock"),
+                           Engine("e2", "unix:///run/e2.sock")};
+  config::Config more = listed;
+  more.docker.engines.push_back(Engine("e3", "unix:///run/e3.sock"));
+  EXPECT_THAT(RestartOnlyChanges(listed, more),
+              ::testing::ElementsAre(HasSubstr("docker.engines")));
+  config::Config pinned = listed;
+  pinned.pools[0].engines = {"e2"};
+  EXPECT_THAT(RestartOnlyChanges(listed, pinned), ::testing::ElementsAre("pools[default].engines"));
+
+  // The shorthand spelled out as its one engine is the same engine list: nothing to restart.
+  config::Config spelled = a;
+  spelled.docker.engines = {Engine("local", a.docker.host)};
+  EXPECT_TRUE(RestartOnlyChanges(a, spelled).empty());
+
+  config::Config slower = a;
+  slower.docker.call_timeout = std::chrono::milliseconds(60000);
+  EXPECT_THAT(RestartOnlyChanges(a, slower),
+              ::testing::ElementsAre("docker (other than its engines)"));
+}
+
 }  // namespace
 }  // namespace sandbox::admin

@@ -355,8 +355,243 @@ TEST(ConfigTest, LoopbackDetection) {
   EXPECT_TRUE(IsLoopbackHost("127.1.2.3"));
   EXPECT_TRUE(IsLoopbackHost("localhost"));
   EXPECT_TRUE(IsLoopbackHost("::1"));
+  EXPECT_TRUE(IsLoopbackHost("[::1]"));
   EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
   EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+  // A name that only starts like a loopback address resolves wherever its owner points it.
+  EXPECT_FALSE(IsLoopbackHost("127.0.0.1.example.com"));
+  EXPECT_FALSE(IsLoopbackHost("127.example.com"));
+}
+
+// docker.engines: several engines, each named; docker.host and tls_* stay the one-engine
+// shorthand, and EffectiveEngines() is the list either way (docs/scale-out.md section 3).
+TEST(EngineConfigTest, EnginesAreReadAndTheShorthandIsOneEngineNamedLocal) {
+  const Config defaults;
+  ASSERT_EQ(EffectiveEngines(defaults.docker).size(), 1u);
+  const EngineConfig local = EffectiveEngines(defaults.docker).front();
+  EXPECT_EQ(local.name, "local");
+  EXPECT_EQ(local.host, "unix:///var/run/docker.sock");
+  EXPECT_TRUE(local.tls_ca.empty());
+  EXPECT_EQ(PoolEngineNames(defaults.pools[0], defaults.docker), std::vector<std::string>{"local"});
+
+  auto tcp = ApplyJson(Config{}, json::parse(R"({"docker": {"host": "tcp://10.0.0.5:2376",
+      "tls_ca": "/c/ca.pem", "tls_cert": "/c/cert.pem", "tls_key": "/c/key.pem"}})"));
+  ASSERT_TRUE(tcp.ok()) << tcp.error().ToString();
+  EXPECT_TRUE(Validate(*tcp).ok());
+  const auto shorthand = EffectiveEngines(tcp->docker);
+  ASSERT_EQ(shorthand.size(), 1u);
+  EXPECT_EQ(shorthand[0].name, "local");
+  EXPECT_EQ(shorthand[0].host, "tcp://10.0.0.5:2376");
+  EXPECT_EQ(shorthand[0].tls_ca, "/c/ca.pem");
+  EXPECT_EQ(shorthand[0].tls_cert, "/c/cert.pem");
+  EXPECT_EQ(shorthand[0].tls_key, "/c/key.pem");
+
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"docker": {"engines": [
+      {"name": "main", "host": "unix:///var/run/docker.sock"},
+      {"name": "box-2", "host": "tcp://10.0.0.7:2376", "tls_ca": "/t/ca.pem",
+       "tls_cert": "/t/cert.pem", "tls_key": "/t/key.pem"},
+      {"name": "podman", "host": "unix:///run/podman.sock",
+       "seccomp_profile_path": "/etc/sandbox/seccomp.json"}]},
+    "pools": [{"name": "default"}, {"name": "gpu", "engines": ["box-2"], "min_idle": 0}]})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_TRUE(Validate(*cfg).ok()) << Validate(*cfg).error().ToString();
+  const auto engines = EffectiveEngines(cfg->docker);
+  ASSERT_EQ(engines.size(), 3u);
+  EXPECT_EQ(engines[0].name, "main");
+  EXPECT_EQ(engines[1].host, "tcp://10.0.0.7:2376");
+  EXPECT_EQ(engines[1].tls_key, "/t/key.pem");
+  EXPECT_EQ(engines[2].seccomp_profile_path, "/etc/sandbox/seccomp.json");
+  EXPECT_EQ(PoolEngineNames(cfg->pools[0], cfg->docker),
+            (std::vector<std::string>{"main", "box-2", "podman"}));
+  EXPECT_EQ(PoolEngineNames(cfg->pools[1], cfg->docker), std::vector<std::string>{"box-2"});
+
+  auto typo = ApplyJson(Config{}, json::parse(R"({"docker": {"engines": [{"nmae": "e1"}]}})"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_THAT(typo.error().message(), ::testing::HasSubstr("docker.engines[0].nmae"));
+  auto not_a_list = ApplyJson(Config{}, json::parse(R"({"docker": {"engines": {"e1": {}}}})"));
+  ASSERT_FALSE(not_a_list.ok());
+  EXPECT_THAT(not_a_list.error().message(), ::testing::HasSubstr("docker.engines"));
+}
+
+// Two ways to say which engines there are is refused, even where the shorthand repeats its
+// default: the file's reader sees the keys, Validate() the values.
+TEST(EngineConfigTest, TheShorthandTogetherWithEnginesIsRefused) {
+  for (const char* key : {"host", "tls_ca", "tls_cert", "tls_key"}) {
+    json doc =
+        json::parse(R"({"docker": {"engines": [{"name": "e1", "host": "unix:///run/e1.sock"}]}})");
+    doc["docker"][key] = std::string(key) == "host" ? "unix:///var/run/docker.sock" : "/x.pem";
+    auto both = ApplyJson(Config{}, doc);
+    ASSERT_FALSE(both.ok()) << key;
+    EXPECT_THAT(both.error().message(), ::testing::HasSubstr(std::string("docker.") + key));
+    EXPECT_THAT(both.error().message(), ::testing::HasSubstr("docker.engines"));
+  }
+  // An empty list is the shorthand's own (the documented whole file shows both).
+  auto empty = ApplyJson(Config{}, json::parse(R"({"docker": {"engines": [],
+      "host": "unix:///run/other.sock"}})"));
+  ASSERT_TRUE(empty.ok()) << empty.error().ToString();
+  EXPECT_TRUE(Validate(*empty).ok());
+  EXPECT_EQ(EffectiveEngines(empty->docker).front().host, "unix:///run/other.sock");
+
+  EngineConfig e1;
+  e1.name = "e1";
+  e1.host = "unix:///run/e1.sock";
+  Config host;
+  host.docker.engines = {e1};
+  host.docker.host = "unix:///run/other.sock";
+  auto refused = Validate(host);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configuration docker.host"));
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("docker.engines"));
+  Config tls;
+  tls.docker.engines = {e1};
+  tls.docker.tls_ca = "/x.pem";
+  refused = Validate(tls);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("docker.tls_*"));
+}
+
+// Every refusal of an engine names its field.
+TEST(EngineConfigTest, EachBadEngineIsRefusedNamingTheField) {
+  auto engine = [](const std::string& name, const std::string& host) {
+    EngineConfig e;
+    e.name = name;
+    e.host = host;
+    return e;
+  };
+  auto with_tls = [](EngineConfig e) {
+    e.tls_ca = "/t/ca.pem";
+    e.tls_cert = "/t/cert.pem";
+    e.tls_key = "/t/key.pem";
+    return e;
+  };
+  struct Case {
+    const char* field;  // expected in the message
+    const char* what;   // expected in the message too
+    std::vector<EngineConfig> engines;
+  };
+  const std::vector<Case> cases = {
+      {"docker.engines[0].name", "1-32 characters", {engine("", "unix:///a")}},
+      {"docker.engines[0].name", "1-32 characters", {engine("Box1", "unix:///a")}},
+      {"docker.engines[0].name", "1-32 characters", {engine("box_1", "unix:///a")}},
+      {"docker.engines[0].name",
+       "1-32 characters",
+       {engine("a123456789b123456789c123456789d12", "unix:///a")}},
+      {"docker.engines[1].name",
+       "duplicate engine \"e1\"",
+       {engine("e1", "unix:///a"), engine("e1", "unix:///b")}},
+      {"docker.engines[0].host", "unix:///path or tcp://host:port", {engine("e1", "")}},
+      {"docker.engines[0].host",
+       "unix:///path or tcp://host:port",
+       {engine("e1", "http://10.0.0.5:2375")}},
+      {"docker.engines[0].host", "beyond loopback", {engine("e1", "tcp://10.0.0.5:2375")}},
+      {"docker.engines[0].host", "beyond loopback", {engine("e1", "tcp://box.example:2375")}},
+      {"docker.engines[0].host", "beyond loopback", {engine("e1", "tcp://127.evil.example:2375")}},
+      {"docker.engines[0].host", "beyond loopback", {engine("e1", "tcp://[fd00::5]:2375")}},
+      {"docker.engines[0].tls_*", "together", {[&] {
+         auto e = with_tls(engine("e1", "tcp://10.0.0.5:2376"));
+         e.tls_key.clear();
+         return e;
+       }()}},
+      {"docker.engines[0].tls_*", "together", {[&] {
+         auto e = engine("e1", "tcp://127.0.0.1:2376");
+         e.tls_ca = "/t/ca.pem";
+         return e;
+       }()}},
+      {"docker.engines[0].tls_*", "tcp:// engines only", {with_tls(engine("e1", "unix:///a"))}},
+      {"docker.engines[0].seccomp_profile_path", "absolute path", {[&] {
+         auto e = engine("e1", "unix:///a");
+         e.seccomp_profile_path = "seccomp.json";
+         return e;
+       }()}},
+  };
+  for (const auto& c : cases) {
+    Config config;
+    config.docker.engines = c.engines;
+    auto refused = Validate(config);
+    ASSERT_FALSE(refused.ok()) << c.field << " " << c.what;
+    EXPECT_THAT(refused.error().message(),
+                ::testing::HasSubstr(std::string("configuration ") + c.field + ":"));
+    EXPECT_THAT(refused.error().message(), ::testing::HasSubstr(c.what));
+  }
+
+  // What is allowed: loopback tcp:// without TLS (the test engines of item 6 use TLS anyway),
+  // any tcp:// with all three files, names at the bounds.
+  Config fine;
+  fine.docker.engines = {
+      engine("a", "tcp://127.0.0.1:2375"), engine("b", "tcp://localhost:2375"),
+      engine("c", "tcp://[::1]:2375"),
+      with_tls(engine("a123456789b123456789c123456789d1", "tcp://10.0.0.5:2376")),
+      engine("0-x", "unix:///run/x.sock")};
+  EXPECT_TRUE(Validate(fine).ok()) << Validate(fine).error().ToString();
+}
+
+// The shorthand is checked as the engine it is, its refusals naming docker.host and tls_*.
+TEST(EngineConfigTest, TheShorthandIsCheckedLikeAnEngine) {
+  Config plain;
+  plain.docker.host = "tcp://10.0.0.5:2375";
+  auto refused = Validate(plain);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configuration docker.host:"));
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("beyond loopback"));
+  Config half;
+  half.docker.host = "tcp://10.0.0.5:2376";
+  half.docker.tls_ca = "/t/ca.pem";
+  refused = Validate(half);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configuration docker.tls_*:"));
+  Config scheme;
+  scheme.docker.host = "/var/run/docker.sock";
+  refused = Validate(scheme);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configuration docker.host:"));
+  Config loopback;
+  loopback.docker.host = "tcp://127.0.0.1:2375";
+  EXPECT_TRUE(Validate(loopback).ok());
+}
+
+// pools[].engines names configured engines only, each once; empty means every engine.
+TEST(EngineConfigTest, PoolEnginesNameConfiguredEnginesOnce) {
+  EngineConfig e1;
+  e1.name = "e1";
+  e1.host = "unix:///run/e1.sock";
+  EngineConfig e2 = e1;
+  e2.name = "e2";
+  Config c;
+  c.docker.engines = {e1, e2};
+  c.pools[0].engines = {"e2", "e1"};
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_EQ(PoolEngineNames(c.pools[0], c.docker), (std::vector<std::string>{"e2", "e1"}));
+
+  c.pools[0].engines = {"e1", "e3"};
+  auto refused = Validate(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(),
+              ::testing::HasSubstr("configuration pools[0].engines[1]:"));
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("no engine named \"e3\""));
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configured: e1, e2"));
+
+  c.pools[0].engines = {"e1", "e1"};
+  refused = Validate(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(),
+              ::testing::HasSubstr("configuration pools[0].engines[1]:"));
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("listed twice"));
+
+  // With the shorthand the one engine is "local".
+  Config shorthand;
+  shorthand.pools[0].engines = {"local"};
+  EXPECT_TRUE(Validate(shorthand).ok());
+  shorthand.pools[0].engines = {"e1"};
+  refused = Validate(shorthand);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), ::testing::HasSubstr("configured: local"));
+
+  auto read = ApplyJson(Config{}, json::parse(R"({"pools": [{"engines": ["local"]}]})"));
+  ASSERT_TRUE(read.ok()) << read.error().ToString();
+  EXPECT_EQ(read->pools[0].engines, std::vector<std::string>{"local"});
+  auto wrong = ApplyJson(Config{}, json::parse(R"({"pools": [{"engines": "local"}]})"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.error().message(), ::testing::HasSubstr("pools[0].engines"));
 }
 
 TEST(ConfigTest, AdminTokensAreLongAndNeverRunTokens) {

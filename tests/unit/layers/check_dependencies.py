@@ -5,19 +5,21 @@ Reads CMake's record of the targets (the manifest cmake/target_manifest.cmake wr
 configure time: each target's sources and the link libraries its target_link_libraries
 declared) and the rule file, src/README.md, then checks:
 
-1. Includes cross only declared dependencies. A file of a product target (under src/: a
-   library's sources and headers, include/sandbox/<dir>/ and src/<dir>/, or an executable's
-   sources) may include "sandbox/<dir>/..." of another library only when the target declares
-   sandbox_<dir> directly; a test target (under tests/) only when sandbox_<dir> is among the
-   libraries it links, directly or through them. Its quoted includes that resolve in tests/
+1. Includes cross only declared dependencies. The library of src/<dir> (one static library,
+   sandbox_<dir> by convention) owns include/sandbox/<dir>/. A file of a product target (under
+   src/: a library's sources and headers, include/sandbox/<dir>/ and src/<dir>/, or an
+   executable's sources) may include "sandbox/<dir>/..." of another library only when the
+   target declares that library directly; any other target (tests/, bench/) only when it links
+   that library, directly or through others. A test's quoted includes that resolve in tests/
    (fakes, fixtures) are checked as its own.
 2. No library reaches into another one's private headers ("<dir>/name.h" through src/, or a
    relative path out of its directory); tests only into the private headers of what they link.
 3. Each library declares only what its "Depends on" line in src/README.md allows, and every
    library has a section there.
 4. Headers are where the header rule puts them: one in include/sandbox/<dir>/ must be public
-   (included by another target, or by a public header of its own library), except those the
-   README lists as not yet moved (a listed one that is public now, or gone, fails too).
+   (included by another target that is not a test, or by a public header of its own library),
+   except those the README lists as not yet moved (a listed one that is public now, or gone,
+   fails too).
 5. Every C++ file under src/ belongs to a target, so none escapes these checks.
 
 Usage: check_dependencies.py SOURCE_DIR MANIFEST
@@ -79,18 +81,20 @@ def main():
     def rel(path):
         return path.relative_to(root) if path.is_relative_to(root) else path
 
-    # The product's libraries: sandbox_<dir> of src/<dir>, headers in include/sandbox/<dir>.
+    # The product's libraries: the one of src/<dir>, its public headers in include/sandbox/<dir>.
     libraries = {}
     for t in targets.values():
         if t.kind == "STATIC_LIBRARY" and t.source_dir.parent == src:
             module = t.source_dir.name
-            if t.name != f"sandbox_{module}":
-                failures.append(f"{t.name}: the library of src/{module} must be sandbox_{module}")
+            if module in libraries:
+                failures.append(f"src/{module}: two libraries, {libraries[module].name} and "
+                                f"{t.name}; one directory is one library")
             libraries[module] = t
+    module_of_library = {t.name: module for module, t in libraries.items()}
     for directory in sorted(p for p in include.iterdir() if p.is_dir()):
         if directory.name not in libraries:
-            failures.append(f"include/sandbox/{directory.name}: no library sandbox_"
-                            f"{directory.name} in src/{directory.name}")
+            failures.append(f"include/sandbox/{directory.name}: no library in "
+                            f"src/{directory.name}")
 
     def module_of(target):
         """The library a product target's files belong to (None for an executable)."""
@@ -115,7 +119,7 @@ def main():
         return seen
 
     product = [t for t in targets.values() if t.source_dir.is_relative_to(src)]
-    test_targets = [t for t in targets.values() if t.source_dir.is_relative_to(tests)]
+    others = [t for t in targets.values() if not t.source_dir.is_relative_to(src)]
 
     # 1 and 2 for the product: direct declarations.
     used_from_outside = set()
@@ -133,9 +137,9 @@ def main():
                     used_from_outside.add(include.parent / name)
                     if dep not in libraries:
                         failures.append(f"{rel(path)}: includes {name}, of no library")
-                    elif f"sandbox_{dep}" not in t.links:
+                    elif libraries[dep].name not in t.links:
                         failures.append(f"{rel(path)}: includes {name}, but {t.name} does not "
-                                        f"declare sandbox_{dep} (target_link_libraries)")
+                                        f"declare {libraries[dep].name} (target_link_libraries)")
                     continue
                 beside = (path.parent / name).resolve()
                 if beside.exists():
@@ -146,14 +150,15 @@ def main():
                 first = Path(name).parts[0]
                 if (src / name).exists() and first != own:
                     failures.append(f"{rel(path)}: includes {name}, a private header of "
-                                    f"sandbox_{first}")
+                                    f"src/{first}")
                 elif not (src / name).exists():
                     failures.append(f"{rel(path)}: includes \"{name}\", which is no header of "
                                     "the project")
 
-    # 1 and 2 for the tests: what they link, directly or not.
-    for t in test_targets:
+    # 1 and 2 for the tests and benchmarks: what they link, directly or not.
+    for t in others:
         reach = closure(t.links)
+        is_test = t.source_dir.is_relative_to(tests)
         pending = [s for s in t.sources if s.suffix in (".cc", ".h") and s.is_relative_to(root)]
         seen = set()
         while pending:
@@ -164,9 +169,12 @@ def main():
             for name in includes(path):
                 m = PROJECT_INCLUDE.match(name)
                 if m:
-                    if f"sandbox_{m.group(1)}" not in reach:
+                    if not is_test:
+                        used_from_outside.add(include.parent / name)
+                    library = libraries.get(m.group(1))
+                    if library is None or library.name not in reach:
                         failures.append(f"{rel(path)} (of {t.name}): includes {name}, but "
-                                        f"{t.name} does not link sandbox_{m.group(1)}")
+                                        f"{t.name} does not link the library of src/{m.group(1)}")
                     continue
                 for base in (path.parent, tests):
                     if (base / name).exists():
@@ -174,23 +182,25 @@ def main():
                         break
                 else:
                     first = Path(name).parts[0]
-                    if (src / name).exists() and f"sandbox_{first}" not in reach:
+                    library = libraries.get(first)
+                    if (src / name).exists() and (library is None or library.name not in reach):
                         failures.append(f"{rel(path)} (of {t.name}): includes {name}, a "
-                                        f"private header of sandbox_{first}, which it does not "
-                                        "link")
+                                        f"private header of src/{first}, whose library it does "
+                                        "not link")
 
     # 3: what each library declares, against the rule.
     allowed, not_moved = read_rule(src / "README.md")
     for module, t in sorted(libraries.items()):
         if module not in allowed:
             failures.append(f"src/README.md: no section \"### {module}\" with a \"Depends on:\" "
-                            f"line for {t.name}")
+                            f"line for {t.name} (src/{module})")
             continue
         for link in t.links:
-            m = re.match(r"^sandbox_(\w+)$", link)
-            if m and m.group(1) in libraries and m.group(1) not in allowed[module]:
-                failures.append(f"{t.name} declares {link}, which src/README.md does not allow "
-                                f"(Depends on: {', '.join(sorted(allowed[module])) or 'nothing'})")
+            dep = module_of_library.get(link)
+            if dep is not None and dep not in allowed[module]:
+                failures.append(f"{t.name} declares {link} (src/{dep}), which src/README.md "
+                                f"does not allow for {module} (Depends on: "
+                                f"{', '.join(sorted(allowed[module])) or 'nothing'})")
     for module in sorted(set(allowed) - set(libraries)):
         failures.append(f"src/README.md: a section for \"{module}\", which is no library")
 
@@ -209,7 +219,8 @@ def main():
     for header in sorted(private - not_moved):
         module = Path(header).parent.name
         failures.append(f"{header}: no other target includes it, so it is private to "
-                        f"sandbox_{module}: move it to src/{module}/ (src/README.md)")
+                        f"{libraries[module].name if module in libraries else module}: move it "
+                        f"to src/{module}/ (src/README.md)")
     for header in sorted(not_moved - private):
         failures.append(f"src/README.md lists {header} as not yet moved, but it is public now "
                         "or gone: take it off the list")
@@ -225,7 +236,7 @@ def main():
         print(f"dependency_rule: {len(failures)} violation(s) of src/README.md")
         return 1
     print(f"dependency_rule: {len(libraries)} libraries, {len(product)} product and "
-          f"{len(test_targets)} test targets keep src/README.md")
+          f"{len(others)} test and benchmark targets keep src/README.md")
     return 0
 
 
