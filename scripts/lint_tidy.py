@@ -79,9 +79,10 @@ def main():
         return 2
 
     work = tempfile.mkdtemp(prefix="lint-tidy-")
-    # Diagnostics in the project's public headers (as .clang-tidy's HeaderFilterRegex says) and
-    # in the sources a group includes, which clang-tidy counts as headers there.
-    header_filter = "(%s/(include|src)/sandbox/.*|%s/src/.*\\.cc)$" % (re.escape(root), re.escape(root))
+    # Diagnostics in the project's headers (as .clang-tidy's HeaderFilterRegex says: public ones in
+    # include/sandbox/, private ones beside their sources in src/) and in the sources a group
+    # includes, which clang-tidy counts as headers there.
+    header_filter = "(%s/include/sandbox/.*|%s/src/.*\\.(cc|h))$" % (re.escape(root), re.escape(root))
     database, counter = [], [0]
 
     def unit_for(group):

@@ -1,4 +1,4 @@
-#include "sandbox/api/execute.h"
+#include "execute.h"
 
 #include <cmath>
 #include <cstdint>

@@ -9,8 +9,8 @@
 #include <thread>
 #include <utility>
 
-#include "sandbox/api/execute.h"
-#include "sandbox/api/openapi.h"
+#include "execute.h"
+#include "openapi.h"
 #include "sandbox/core/json.h"
 #include "sandbox/core/log_context.h"
 #include "sandbox/core/log_safe.h"

@@ -1,4 +1,4 @@
-#include "sandbox/api/openapi.h"
+#include "openapi.h"
 
 #include <string>
 

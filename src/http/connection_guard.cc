@@ -19,8 +19,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "response_framing.h"
 #include "sandbox/http/http_helpers.h"
-#include "sandbox/http/response_framing.h"
 #include "sandbox/http/server_setup.h"
 
 namespace sandbox::http {

@@ -6,11 +6,11 @@
 #include <cstdint>
 
 #include "sandbox/core/log_context.h"
+#include "sandbox/core/random_id.h"
 #include "sandbox/core/sha256.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/rpc_error.h"
-#include "sandbox/mcp/json_rpc.h"
-#include "sandbox/mcp/random_id.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::http {
 namespace {
@@ -202,7 +202,7 @@ std::string RequestIdFor(std::string_view presented) {
                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                                (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
                       });
-  return usable ? std::string(presented) : mcp::RandomHexId(8);
+  return usable ? std::string(presented) : RandomHexId(8);
 }
 
 void RequestGuard::Install(httplib::Server& server) const {
@@ -218,7 +218,7 @@ void RequestGuard::Install(httplib::Server& server) const {
     if (rejection->status == 401) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"sandbox-mcp\"");
     }
-    SendRpcError(res, rejection->status, mcp::rpc_code::kServerError, rejection->message);
+    SendRpcError(res, rejection->status, jsonrpc::rpc_code::kServerError, rejection->message);
     return httplib::Server::HandlerResponse::Handled;
   });
 }

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/http/http_helpers.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::http {
 namespace {
@@ -273,8 +273,8 @@ std::string RefusalBody(const Refusal& refusal) {
     data["limit"] = refusal.limit;
     data["value"] = refusal.value;
   }
-  return mcp::DumpJson(
-      mcp::MakeError(nullptr, {mcp::rpc_code::kServerError, refusal.message}, std::move(data)));
+  return jsonrpc::DumpJson(jsonrpc::MakeError(
+      nullptr, {jsonrpc::rpc_code::kServerError, refusal.message}, std::move(data)));
 }
 
 std::string RefusalResponse(const Refusal& refusal, std::string_view extra_headers) {

@@ -1,4 +1,4 @@
-#include "sandbox/http/response_framing.h"
+#include "response_framing.h"
 
 #include "sandbox/http/http_helpers.h"
 

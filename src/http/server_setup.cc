@@ -18,8 +18,8 @@
 #include "sandbox/core/error.h"
 #include "sandbox/http/request_head.h"
 #include "sandbox/http/rpc_error.h"
-#include "sandbox/http/worker_pool.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
+#include "worker_pool.h"
 
 namespace sandbox::http {
 namespace {
@@ -78,7 +78,7 @@ void ConfigureHttpServer(httplib::Server& server, const HttpServerOptions& optio
         if (!res.body.empty() || res.content_length_ > 0 || res.content_provider_) {
           return httplib::Server::HandlerResponse::Unhandled;
         }
-        SendRpcError(res, res.status, mcp::rpc_code::kServerError,
+        SendRpcError(res, res.status, jsonrpc::rpc_code::kServerError,
                      OwnRefusalMessage(req, res.status, max_body));
         return httplib::Server::HandlerResponse::Handled;
       }));

@@ -1,4 +1,4 @@
-#include "sandbox/http/worker_pool.h"
+#include "worker_pool.h"
 
 #include <algorithm>
 #include <utility>

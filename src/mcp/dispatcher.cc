@@ -4,14 +4,31 @@
 #include <exception>
 
 #include "sandbox/core/log_safe.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/core/random_id.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
-#include "sandbox/mcp/random_id.h"
 #include "sandbox/mcp/request_notifier.h"
-#include "sandbox/mcp/session_uri.h"
+#include "session_uri.h"
 
 namespace sandbox::mcp {
 namespace {
+
+// The JSON-RPC framing every method answers in (sandbox_jsonrpc).
+using json = nlohmann::json;
+using jsonrpc::DumpJson;
+using jsonrpc::IdForLog;
+using jsonrpc::IdKey;
+using jsonrpc::InvalidMessage;
+using jsonrpc::kMaxBatchSize;
+using jsonrpc::MakeError;
+using jsonrpc::MakeResult;
+using jsonrpc::Message;
+using jsonrpc::MessageKind;
+using jsonrpc::ParseJsonText;
+using jsonrpc::ParseMessage;
+using jsonrpc::RpcError;
+using jsonrpc::RpcParseError;
+namespace rpc_code = jsonrpc::rpc_code;
 
 json ErrorResponse(const json& id, int code, std::string message) {
   return MakeError(id, RpcError{code, std::move(message)});

@@ -5,6 +5,9 @@
 namespace sandbox::mcp {
 namespace {
 
+using json = nlohmann::json;
+namespace rpc_code = jsonrpc::rpc_code;
+
 RpcFailure InvalidMeta(std::string message) {
   return RpcFailure{{rpc_code::kInvalidParams, std::move(message)}, nullptr};
 }

@@ -2,10 +2,13 @@
 
 #include <cmath>
 
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::mcp {
 namespace {
+
+using json = nlohmann::json;
+using jsonrpc::MakeNotification;
 
 // Whole numbers go out as JSON integers (1, not 1.0).
 json Number(double value) {

@@ -4,10 +4,10 @@
 #include <optional>
 #include <utility>
 
+#include "run_result_format.h"
 #include "sandbox/core/base64.h"
-#include "sandbox/mcp/random_id.h"
-#include "sandbox/mcp/run_result_format.h"
-#include "sandbox/mcp/task_stdin.h"
+#include "sandbox/core/random_id.h"
+#include "task_stdin.h"
 #include "tool_args.h"
 
 namespace sandbox::mcp {

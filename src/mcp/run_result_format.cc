@@ -1,4 +1,4 @@
-#include "sandbox/mcp/run_result_format.h"
+#include "run_result_format.h"
 
 #include <algorithm>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "sandbox/core/utf8.h"
 #include "sandbox/exec/answer_bound.h"
 #include "sandbox/mcp/resource_provider.h"
-#include "sandbox/mcp/session_uri.h"
+#include "session_uri.h"
 #include "tool_args.h"
 
 namespace sandbox::mcp {

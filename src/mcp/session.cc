@@ -1,8 +1,10 @@
 #include "sandbox/mcp/session.h"
 
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::mcp {
+
+using jsonrpc::IdKey;
 
 bool Session::initialized() const {
   std::lock_guard lock(mu_);

@@ -2,7 +2,7 @@
 #include "sandbox/core/utf8.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "sandbox/mcp/session_tools.h"
-#include "sandbox/mcp/session_uri.h"
+#include "session_uri.h"
 #include "tool_args.h"
 
 namespace sandbox::mcp {

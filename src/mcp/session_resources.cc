@@ -5,7 +5,7 @@
 #include <ctime>
 
 #include "sandbox/core/utf8.h"
-#include "sandbox/mcp/session_uri.h"
+#include "session_uri.h"
 
 namespace sandbox::mcp {
 namespace {

@@ -1,4 +1,4 @@
-#include "sandbox/mcp/session_uri.h"
+#include "session_uri.h"
 
 namespace sandbox::mcp {
 namespace {

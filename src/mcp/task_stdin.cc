@@ -1,4 +1,4 @@
-#include "sandbox/mcp/task_stdin.h"
+#include "task_stdin.h"
 
 #include <utility>
 

@@ -5,14 +5,15 @@
 
 #include "sandbox/core/human_bytes.h"
 #include "sandbox/core/log_safe.h"
-#include "sandbox/mcp/json_rpc.h"
-#include "sandbox/mcp/random_id.h"
+#include "sandbox/core/random_id.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::system_clock;
+namespace rpc_code = jsonrpc::rpc_code;
 
 // ISO 8601 in UTC with milliseconds, e.g. 2026-12-05T07:30:00.123Z.
 std::string Iso8601(Clock::time_point t) {

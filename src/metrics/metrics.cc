@@ -14,7 +14,7 @@
 #include <sstream>
 #include <utility>
 
-#include "sandbox/metrics/process_stats.h"
+#include "process_stats.h"
 
 namespace sandbox::metrics {
 namespace {

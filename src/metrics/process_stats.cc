@@ -1,4 +1,4 @@
-#include "sandbox/metrics/process_stats.h"
+#include "process_stats.h"
 
 #include <dirent.h>
 #include <sys/resource.h>

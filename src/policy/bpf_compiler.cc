@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/policy/syscall_names.h"
+#include "syscall_names.h"
 
 namespace sandbox::policy {
 namespace {

@@ -1,4 +1,4 @@
-#include "policy/policy_file.h"
+#include "policy_file.h"
 
 #include <fstream>
 #include <iterator>

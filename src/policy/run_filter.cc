@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
-#include "policy/policy_file.h"
+#include "policy_file.h"
 #include "sandbox/policy/bpf_compiler.h"
-#include "sandbox/policy/syscall_names.h"
+#include "syscall_names.h"
 
 namespace sandbox::policy {
 namespace {

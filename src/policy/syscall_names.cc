@@ -1,4 +1,4 @@
-#include "sandbox/policy/syscall_names.h"
+#include "syscall_names.h"
 
 #include <seccomp.h>
 

@@ -3,7 +3,6 @@
 #include <string>
 #include <utility>
 
-#include "sandbox/mcp/conformance_tools.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
 #include "sandbox/mcp/session_resources.h"
@@ -57,7 +56,7 @@ mcp::TaskOptions TaskOptionsOf(const config::Config& config) {
 }
 
 mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
-                               exec::SessionService* sessions, bool conformance_fixtures,
+                               exec::SessionService* sessions, const Extensions& extensions,
                                mcp::TaskStore* tasks, ByteBudget& inflight,
                                const std::shared_ptr<spdlog::logger>& logger) {
   mcp::RunPythonOptions run_options;
@@ -87,11 +86,9 @@ mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionServ
     }
     resources.Add(std::make_unique<mcp::SessionResourceProvider>(*sessions));
   }
-  if (conformance_fixtures) {
-    logger->warn(
-        "--conformance-fixtures: registering the conformance suite's test tools and resources");
-    for (auto& tool : mcp::MakeConformanceTools()) tools.Add(std::move(tool));
-    resources.Add(mcp::MakeConformanceResources());
+  if (extensions.add_to_mcp) {
+    logger->warn("a test server: registering its fixture tools and resources beside the product's");
+    extensions.add_to_mcp(tools, resources);
   }
   mcp::ServerIdentity identity;
   identity.version = SANDBOX_VERSION;

@@ -12,6 +12,7 @@
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/dispatcher.h"
 #include "sandbox/mcp/task_store.h"
+#include "sandbox/server/server.h"
 
 namespace sandbox::server {
 
@@ -19,10 +20,10 @@ namespace sandbox::server {
 mcp::TaskOptions TaskOptionsOf(const config::Config& config);
 
 // run_python and sandbox_info; with `sessions` (null: sessions disabled) the session tools and
-// resources too; with `conformance_fixtures` the conformance suite's test tools. run_python's
-// answers are reserved in `inflight` (memory.inflight_bytes), which must outlive the dispatcher.
+// resources too; then what `extensions` add (a test server's fixtures). run_python's answers
+// are reserved in `inflight` (memory.inflight_bytes), which must outlive the dispatcher.
 mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
-                               exec::SessionService* sessions, bool conformance_fixtures,
+                               exec::SessionService* sessions, const Extensions& extensions,
                                mcp::TaskStore* tasks, ByteBudget& inflight,
                                const std::shared_ptr<spdlog::logger>& logger);
 

@@ -5,7 +5,6 @@
 
 #include <iostream>
 #include <map>
-#include <string_view>
 
 #include "sandbox/logging/json_formatter.h"
 #include "sandbox/logging/text_formatter.h"
@@ -29,21 +28,6 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
-// --conformance-fixtures is a test-only switch (registers the official conformance suite's
-// fixture tools); it is taken out here so the configuration's parser never sees it.
-bool TakeFlag(std::vector<char*>& args, std::string_view flag) {
-  bool found = false;
-  for (auto it = args.begin(); it != args.end();) {
-    if (*it != nullptr && flag == *it) {
-      it = args.erase(it);
-      found = true;
-    } else {
-      ++it;
-    }
-  }
-  return found;
-}
-
 }  // namespace
 
 Result<config::Config> Invocation::Reload() const {
@@ -54,7 +38,6 @@ Result<config::Config> Invocation::Reload() const {
 
 std::optional<int> ParseInvocation(int argc, char** argv, Invocation& out) {
   out.args.assign(argv, argv + argc);
-  out.conformance_fixtures = TakeFlag(out.args, "--conformance-fixtures");
   auto parsed =
       config::ParseCommandLine(static_cast<int>(out.args.size()), out.args.data(), Environment());
   if (!parsed.ok()) {
@@ -62,9 +45,7 @@ std::optional<int> ParseInvocation(int argc, char** argv, Invocation& out) {
     return 2;
   }
   if (parsed->help) {
-    std::cout << config::UsageText()
-              << "  --conformance-fixtures  register the MCP conformance suite's test tools "
-                 "(testing only)\n";
+    std::cout << config::UsageText();
     return 0;
   }
   if (parsed->version) {

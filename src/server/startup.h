@@ -1,5 +1,5 @@
-// What the process reads before it builds anything: its command line (with the test-only
-// switches taken out), the configuration, the logger, and where a policy file is.
+// What the process reads before it builds anything: its command line, the configuration, the
+// logger, and where a policy file is.
 #pragma once
 
 #include <spdlog/logger.h>
@@ -17,9 +17,8 @@
 namespace sandbox::server {
 
 struct Invocation {
-  std::vector<char*> args;            // argv without --conformance-fixtures
-  bool conformance_fixtures = false;  // register the conformance suite's test tools
-  config::Config config;              // from the defaults, the file, flags and environment
+  std::vector<char*> args;  // argv, kept for Reload()
+  config::Config config;    // from the defaults, the file, flags and environment
   // The configuration read again from the same command line, file and environment (SIGHUP).
   Result<config::Config> Reload() const;
 };

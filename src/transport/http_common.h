@@ -17,7 +17,7 @@
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/rpc_error.h"
 #include "sandbox/http/sse_channel.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/outbound.h"
 
 namespace sandbox::transport::detail {
@@ -27,7 +27,7 @@ class SseOutbound final : public mcp::Outbound {
  public:
   explicit SseOutbound(std::shared_ptr<http::SseChannel> channel) : channel_(std::move(channel)) {}
   void Send(const nlohmann::json& message) override {
-    channel_->Push(http::FormatSseEvent("message", mcp::DumpJson(message)));
+    channel_->Push(http::FormatSseEvent("message", jsonrpc::DumpJson(message)));
   }
 
  private:
@@ -38,7 +38,7 @@ class SseOutbound final : public mcp::Outbound {
 // error (there is no request to answer), so that a client that reads again sees why it ends.
 inline std::string LegacyLastEvent(const std::string& reason) {
   return http::FormatSseEvent(
-      "message", mcp::DumpJson(mcp::MakeNotification(
+      "message", jsonrpc::DumpJson(jsonrpc::MakeNotification(
                      "notifications/message",
                      {{"level", "error"}, {"logger", "sandbox-mcp"}, {"data", reason}})));
 }
@@ -47,8 +47,8 @@ inline std::string LegacyLastEvent(const std::string& reason) {
 // error saying why (the run is cancelled).
 inline http::SseChannel::LastEvent CallLastEvent(nlohmann::json id) {
   return [id = std::move(id)](const std::string& reason) {
-    return http::FormatSseEvent(
-        "message", mcp::DumpJson(mcp::MakeError(id, {mcp::rpc_code::kServerError, reason})));
+    return http::FormatSseEvent("message", jsonrpc::DumpJson(jsonrpc::MakeError(
+                                               id, {jsonrpc::rpc_code::kServerError, reason})));
   };
 }
 
@@ -59,7 +59,7 @@ inline void SendTooManyStreams(httplib::Response& res, const SlotLimiter& limite
                                SlotLimiter::Refusal why, const nlohmann::json& id = nullptr) {
   res.set_header("Retry-After", "1");
   const bool mine = why == SlotLimiter::Refusal::kPerKey;
-  http::SendRpcError(res, mine ? 429 : 503, mcp::rpc_code::kServerError,
+  http::SendRpcError(res, mine ? 429 : 503, jsonrpc::rpc_code::kServerError,
                      std::string(mine ? "Too Many Requests: " : "Service Unavailable: ") +
                          limiter.RefusalMessage(why),
                      id);
@@ -84,17 +84,18 @@ inline std::optional<nlohmann::json> ReadJsonBody(const httplib::Request& req,
                                                   httplib::Response& res, std::size_t max_bytes,
                                                   const std::string& too_large) {
   if (http::MediaType(req.get_header_value("Content-Type")) != "application/json") {
-    http::SendRpcError(res, 415, mcp::rpc_code::kServerError,
+    http::SendRpcError(res, 415, jsonrpc::rpc_code::kServerError,
                        "Unsupported Media Type: Content-Type must be application/json");
     return std::nullopt;
   }
   if (req.body.size() > max_bytes) {
-    http::SendRpcError(res, 413, mcp::rpc_code::kServerError, too_large);
+    http::SendRpcError(res, 413, jsonrpc::rpc_code::kServerError, too_large);
     return std::nullopt;
   }
-  auto parsed = mcp::ParseJsonText(req.body);
+  auto parsed = jsonrpc::ParseJsonText(req.body);
   if (!parsed.ok()) {
-    http::SendRpcError(res, 400, mcp::rpc_code::kParseError, mcp::RpcParseError(parsed.error()));
+    http::SendRpcError(res, 400, jsonrpc::rpc_code::kParseError,
+                       jsonrpc::RpcParseError(parsed.error()));
     return std::nullopt;
   }
   return std::move(parsed).value();

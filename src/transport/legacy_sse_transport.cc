@@ -4,14 +4,14 @@
 
 #include "http_common.h"
 #include "sandbox/http/rpc_error.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
-using mcp::rpc_code::kServerError;
-using mcp::rpc_code::kSessionNotFound;
+using jsonrpc::rpc_code::kServerError;
+using jsonrpc::rpc_code::kSessionNotFound;
 
 }  // namespace
 

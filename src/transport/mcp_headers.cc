@@ -1,4 +1,4 @@
-#include "sandbox/transport/mcp_headers.h"
+#include "mcp_headers.h"
 
 #include "sandbox/core/base64.h"
 

@@ -6,18 +6,18 @@
 #include <cerrno>
 #include <string>
 
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/request_meta.h"
 
 namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
-using mcp::DumpJson;
-using mcp::MakeError;
-using mcp::ParseJsonText;
-using mcp::RpcParseError;
-namespace rpc_code = mcp::rpc_code;
+using jsonrpc::DumpJson;
+using jsonrpc::MakeError;
+using jsonrpc::ParseJsonText;
+using jsonrpc::RpcParseError;
+namespace rpc_code = jsonrpc::rpc_code;
 
 // Writes stdout lines; serialized by the transport's write mutex.
 class StdoutOutbound final : public mcp::Outbound {

@@ -5,20 +5,20 @@
 #include <optional>
 
 #include "http_common.h"
+#include "mcp_headers.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/rpc_error.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_meta.h"
-#include "sandbox/transport/mcp_headers.h"
 
 namespace sandbox::transport {
 namespace {
 
 using json = nlohmann::json;
-using mcp::rpc_code::kInvalidRequest;
-using mcp::rpc_code::kServerError;
-using mcp::rpc_code::kSessionNotFound;
+using jsonrpc::rpc_code::kInvalidRequest;
+using jsonrpc::rpc_code::kServerError;
+using jsonrpc::rpc_code::kSessionNotFound;
 
 constexpr const char* kSessionHeader = "Mcp-Session-Id";
 constexpr const char* kVersionHeader = "MCP-Protocol-Version";
@@ -136,7 +136,7 @@ void StreamableHttpTransport::HandlePost(const httplib::Request& req, httplib::R
   }
   if (header_version && !mcp::IsSupportedProtocolVersion(*header_version) &&
       !mcp::IsModernProtocolVersion(*header_version)) {
-    http::SendRpcError(res, 400, mcp::rpc_code::kUnsupportedProtocolVersion,
+    http::SendRpcError(res, 400, jsonrpc::rpc_code::kUnsupportedProtocolVersion,
                        "Unsupported protocol version: MCP-Protocol-Version " + *header_version,
                        IdOf(message), mcp::UnsupportedVersionData(*header_version));
     return;
@@ -237,7 +237,7 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
     return;
   }
   if (!req.has_header(kVersionHeader)) {
-    http::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch,
+    http::SendRpcError(res, 400, jsonrpc::rpc_code::kHeaderMismatch,
                        "Header mismatch: the MCP-Protocol-Version header is required", id);
     return;
   }
@@ -247,7 +247,7 @@ void StreamableHttpTransport::HandleModernPost(const httplib::Request& req, json
     return req.get_header_value(key);
   };
   if (auto mismatch = CheckMcpHeaders(header, message, mcp::MetaProtocolVersion(message))) {
-    http::SendRpcError(res, 400, mcp::rpc_code::kHeaderMismatch, *mismatch, id);
+    http::SendRpcError(res, 400, jsonrpc::rpc_code::kHeaderMismatch, *mismatch, id);
     return;
   }
   // The envelope and _meta, read once: a refusal with its HTTP status, or the request's _meta.
@@ -296,7 +296,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
     auto c = weak_channel.lock();
     const bool behind = c && c->overflowed();
     if (auto s = weak.lock(); s && s->CancelRequest(id)) {
-      logger->info("request {}: {}; run cancelled", mcp::IdForLog(id),
+      logger->info("request {}: {}; run cancelled", jsonrpc::IdForLog(id),
                    behind ? "the client fell behind on its stream (memory.stream_queue_bytes)"
                           : "the client dropped its stream");
     }
@@ -309,7 +309,7 @@ void StreamableHttpTransport::StreamCall(const std::shared_ptr<mcp::Session>& se
         if (response) {
           // The document goes before the event is framed: two copies of a large answer at
           // once, not three (docs/memory-budget.md).
-          std::string text = mcp::DumpJson(*response);
+          std::string text = jsonrpc::DumpJson(*response);
           response.reset();
           channel->Push(http::FormatSseEvent("message", text));
         }

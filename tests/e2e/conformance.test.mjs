@@ -1,5 +1,5 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance 0.1.13), server side,
-// against a server started with --conformance-fixtures (the suite's fixture tools). Every
+// against the conformance test server (sandbox-mcp-conformance: the suite's fixture tools). Every
 // server scenario runs (--suite all: the active ones and the pending ones); those that do not
 // apply to a tools server are listed with their reasons in conformance-baseline.yml. The suite exits non-zero on a failure that is
 // not in the baseline AND on a baseline entry that passes (stale), so both stay honest.
@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { readResults, runSuite, summarize } from './lib/conformance.mjs';
-import { E2E_DIR, startServer, stopAndCheck } from './lib/server.mjs';
+import { E2E_DIR, conformanceServerBinary, startServer, stopAndCheck } from './lib/server.mjs';
 
 // By path: the 0.2 suite (conformance-2026) declares the same bin name.
 const CONFORMANCE = path.join(E2E_DIR, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
@@ -18,7 +18,7 @@ const BASELINE = path.join(E2E_DIR, 'conformance-baseline.yml');
 let server;
 
 before(async () => {
-  server = await startServer({ args: ['--conformance-fixtures'], waitIdle: 0 });
+  server = await startServer({ binary: conformanceServerBinary(), waitIdle: 0 });
 });
 
 after(async () => {

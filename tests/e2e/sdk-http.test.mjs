@@ -41,7 +41,7 @@ test('tools/list: run_python with inputSchema and outputSchema, and sandbox_info
   for (const key of ['verdict', 'stdout', 'stderr', 'exit_code']) {
     assert.ok(run.outputSchema.properties?.[key], `outputSchema has ${key}`);
   }
-  // No conformance fixture tools without --conformance-fixtures.
+  // The product has no conformance fixture tools (they are the test server's, tests/conformance).
   assert.ok(!names.some((n) => n.startsWith('test_')), `fixture tools leaked: ${names}`);
 });
 

@@ -34,8 +34,8 @@
 #include "sandbox/core/json.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
+#include "support/fake_service.h"
 #include "support/fake_session_service.h"
-#include "unit/api/fake_service.h"
 #include "unit/mcp/test_util.h"
 
 namespace {
@@ -71,14 +71,14 @@ void CheckPathRules(std::string_view path) {
 class Client {
  public:
   Client() {
-    service_.script =
+    service_.SetBehaviour(
         [](const sandbox::exec::RunRequest& request, sandbox::exec::RunObserver& observer,
            const sandbox::exec::CancelToken&) -> sandbox::Result<sandbox::exec::RunResult> {
-      observer.OnStarted();
-      observer.OnOutput(sandbox::exec::Stream::kStdout, request.code);
-      observer.OnOutput(sandbox::exec::Stream::kStderr, "err");
-      return api::testing::FakeService::Ok(request.code, "err");
-    };
+          observer.OnStarted();
+          observer.OnOutput(sandbox::exec::Stream::kStdout, request.code);
+          observer.OnOutput(sandbox::exec::Stream::kStderr, "err");
+          return sandbox::testing::FakeService::Ok(request.code, "err");
+        });
     http::ConfigureHttpServer(server_, http::HttpServerOptions{}, guard_);
     api::ApiOptions options;
     options.sse_poll = std::chrono::milliseconds(5);
@@ -212,7 +212,7 @@ class Client {
     FUZZ_CHECK(finals == 1, "exactly one result or error");
   }
 
-  api::testing::FakeService service_;
+  sandbox::testing::FakeService service_;
   sandbox::testing::FakeSessionService sessions_;
   http::RequestGuard guard_{http::GuardOptions{}};
   InMemoryServer server_;

@@ -12,7 +12,7 @@
 namespace sandbox::fuzz {
 
 // `tasks`: the tasks extension's store (2026-07-28), nullptr for none.
-inline mcp::Dispatcher MakeFuzzDispatcher(mcp::testing::FakeService& service,
+inline mcp::Dispatcher MakeFuzzDispatcher(sandbox::testing::FakeService& service,
                                           testing::FakeSessionService& sessions,
                                           mcp::TaskStore* tasks = nullptr) {
   mcp::ToolRegistry tools;

@@ -197,7 +197,7 @@ ModernPost MakeModernPost(FuzzedDataProvider& fdp) {
       params["_meta"] = meta;
     }
     message["params"] = params;
-    r.body = sandbox::mcp::DumpJson(message);
+    r.body = sandbox::jsonrpc::DumpJson(message);
     // What the server reads back (invalid UTF-8 in fuzzed strings is replaced on the way).
     const json sent = json::parse(r.body);
     if (!name_member.empty()) name = sent["params"][name_member].get<std::string>();
@@ -274,7 +274,7 @@ void CheckModernAnswer(const ModernPost& sent, bool with_session, bool reaches,
   }
   const bool mismatch =
       last && last->contains("error") && (*last)["error"].is_object() &&
-      (*last)["error"].value("code", 0) == sandbox::mcp::rpc_code::kHeaderMismatch;
+      (*last)["error"].value("code", 0) == sandbox::jsonrpc::rpc_code::kHeaderMismatch;
   if (mismatch) FUZZ_CHECK(!sent.headers_agree, "-32020 only when a header disagrees");
   if (!reaches || !sent.built) return;
   if (sent.method_header_absent) {
@@ -416,7 +416,7 @@ class Conversation {
     } else if (initialize) {
       const std::string version = fdp.PickValueInArray(kVersions);
       const int id = fdp.ConsumeIntegral<std::uint8_t>();
-      body = mcp::DumpJson(mcp::testing::InitializeRequest(version, id));
+      body = jsonrpc::DumpJson(mcp::testing::InitializeRequest(version, id));
     } else {
       body = fdp.ConsumeRandomLengthString(2048);
     }
@@ -566,7 +566,7 @@ class Conversation {
     }
   }
 
-  mcp::testing::FakeService service_;
+  sandbox::testing::FakeService service_;
   sandbox::testing::FakeSessionService sessions_;
   mcp::Dispatcher dispatcher_ = sandbox::fuzz::MakeFuzzDispatcher(service_, sessions_);
   std::unique_ptr<http::RequestGuard> guard_;

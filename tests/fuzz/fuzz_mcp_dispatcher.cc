@@ -23,7 +23,7 @@
 #include "fuzz/fuzz_dispatcher.h"
 #include "sandbox/core/json.h"
 #include "sandbox/core/utf8.h"
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/protocol_version.h"
 
 namespace {
@@ -45,7 +45,7 @@ void CheckResponse(const json& r) {
                    !e["message"].get<std::string>().empty(),
                "an error says what was wrong");
   }
-  const std::string text = mcp::DumpJson(r);
+  const std::string text = jsonrpc::DumpJson(r);
   FUZZ_CHECK(sandbox::IsValidUtf8(text), "serializes to valid UTF-8");
 }
 
@@ -79,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): libFuzzer hands bytes
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  mcp::testing::FakeService service;
+  sandbox::testing::FakeService service;
   sandbox::testing::FakeSessionService sessions;
   mcp::TaskStore tasks(mcp::TaskOptions{}, mcp::testing::NullLogger());
   mcp::Dispatcher dispatcher = sandbox::fuzz::MakeFuzzDispatcher(service, sessions, &tasks);
@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto answer = dispatcher.HandleText(session, line, out);
     auto parsed = sandbox::ParseJson(line);
     if (!parsed.ok()) {
-      FUZZ_CHECK(answer && (*answer)["error"]["code"] == mcp::rpc_code::kParseError &&
+      FUZZ_CHECK(answer && (*answer)["error"]["code"] == jsonrpc::rpc_code::kParseError &&
                      (*answer)["id"].is_null(),
                  "unparseable text gets -32700 with a null id");
       CheckResponse(*answer);

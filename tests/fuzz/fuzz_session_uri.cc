@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_check.h"
-#include "sandbox/mcp/session_uri.h"
+#include "mcp/session_uri.h"
 
 namespace {
 

@@ -1,34 +1,36 @@
-// FakeSandbox and FakeMaker: in-memory runner::Sandboxes for tests of the service layer
-// (tests/unit/service), built into the real pools by service::BuildPools, without Docker. A
-// FakeWorld is shared by every fake of a test: it counts starts and live sandboxes (so tests
-// can assert that every sandbox is destroyed) and lets a test reach a live sandbox to break it.
+// FakeSandbox: an in-memory runner::Sandbox (and so a pool::PooledSandbox), without Docker, for
+// the tests of the warm pool (tests/unit/pool, made by FakeFactory, fake_factory.h) and of the
+// service layer (tests/unit/service, made by FakeMaker, fake_maker.h). A FakeWorld is shared by
+// every fake of a test: it counts starts and live sandboxes (so tests can assert max_total and
+// that every sandbox is destroyed), can hold destructions back, and lets a test reach a live
+// sandbox to break it.
 //
 // A fake run understands a few codes (anything else ends kOk, its code echoed on stdout):
 //   "crash"       the sandbox is lost: verdict kInternal, no longer Reusable();
 //   "limit kill"  the interpreter is restarted (verdict kMemory, session_reset, files cleared);
 //   "sleep"       blocks until the run's cancel token fires (verdict kCancelled).
 // Session files live in a map; GetFile of a file larger than max_bytes is kLimit, a missing
-// one kNotFound.
+// one kNotFound. What the pool asks (Healthy, Reusable, Prepared, Lean) the test sets.
 //
-// Thread-safety: a sandbox is used by one holder at a time (as real ones); FakeWorld's methods
-// from any thread.
+// Thread-safety: a sandbox is used by one holder at a time (as real ones), its knobs may be set
+// from any thread; FakeWorld's methods from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "sandbox/pool/pooled_sandbox.h"
 #include "sandbox/runner/sandbox.h"
-#include "sandbox/service/sandbox_pools.h"
-#include "sandbox/service/session_record.h"
 
 namespace sandbox::testing {
 
@@ -36,6 +38,7 @@ class FakeSandbox;
 
 class FakeWorld {
  public:
+  // Sandboxes made so far (their ids are 1, 2, ...).
   int started() const {
     std::lock_guard lock(mu_);
     return started_;
@@ -44,10 +47,23 @@ class FakeWorld {
     std::lock_guard lock(mu_);
     return static_cast<int>(alive_.size());
   }
+  // The most sandboxes alive at once.
+  int max_live() const {
+    std::lock_guard lock(mu_);
+    return max_live_;
+  }
+  int destroyed() const {
+    std::lock_guard lock(mu_);
+    return destroyed_;
+  }
   // Sandboxes destroyed after Sandbox::Leave() (their containers would run on).
   int left() const {
     std::lock_guard lock(mu_);
     return left_;
+  }
+  bool alive(int id) const {
+    std::lock_guard lock(mu_);
+    return alive_.contains(id);
   }
   // What adopted sandboxes answer to Resume().
   void set_resume(runner::ResumeInfo resume) {
@@ -58,10 +74,21 @@ class FakeWorld {
     std::lock_guard lock(mu_);
     return resume_;
   }
-  // Starts fail (kUnavailable) while set.
+  // Starts fail (kUnavailable) while set (FakeMaker).
   void set_fail_starts(bool fail) { fail_starts_ = fail; }
   bool fail_starts() const { return fail_starts_; }
+  // While set, destroying a sandbox blocks (a removal that takes long).
+  void BlockDestroy(bool blocked) {
+    {
+      std::lock_guard lock(mu_);
+      destroy_blocked_ = blocked;
+    }
+    cv_.notify_all();
+  }
 
+  // Runs `fn` under the world's lock on the live sandbox `id` (so it cannot be destroyed
+  // meanwhile); false if it is gone.
+  bool WithSandbox(int id, const std::function<void(FakeSandbox&)>& fn);
   // Runs `fn` under the world's lock on the live sandbox serving `session_id`: the one made
   // for that id (with a restart grace), else the only sandbox a session has begun in; false
   // if there is none.
@@ -71,32 +98,42 @@ class FakeWorld {
   int Register(FakeSandbox* sandbox) {
     std::lock_guard lock(mu_);
     alive_[++started_] = sandbox;
+    max_live_ = std::max(max_live_, static_cast<int>(alive_.size()));
     return started_;
   }
   void Unregister(int id, bool left) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !destroy_blocked_; });
     alive_.erase(id);
+    ++destroyed_;
     if (left) ++left_;
   }
 
  private:
   mutable std::mutex mu_;
+  std::condition_variable cv_;
   int started_ = 0;
-  std::map<int, FakeSandbox*> alive_;
+  int max_live_ = 0;
+  int destroyed_ = 0;
   int left_ = 0;
+  bool destroy_blocked_ = false;
+  std::map<int, FakeSandbox*> alive_;
   runner::ResumeInfo resume_;
   std::atomic<bool> fail_starts_{false};
 };
 
 class FakeSandbox final : public runner::Sandbox {
  public:
-  FakeSandbox(FakeWorld& world, const runner::SandboxSetup& setup, std::string session_id)
+  // `pool`: the pool name results carry; `session_id`: the session it was started for (empty:
+  // none); `created`: its CreatedAt() (a FakeClock's time in the pool's tests).
+  FakeSandbox(FakeWorld& world, std::string pool, std::string session_id,
+              pool::Clock::time_point created = pool::Clock::now())
       : world_(world),
-        setup_(setup),
+        pool_(std::move(pool)),
         id_(world.Register(this)),
         container_id_("fake" + std::to_string(id_) + std::string(60, '0')),
         session_id_(std::move(session_id)),
-        created_(pool::Clock::now()) {}
+        created_(created) {}
   ~FakeSandbox() override { world_.Unregister(id_, left_); }
   FakeSandbox(const FakeSandbox&) = delete;
   FakeSandbox& operator=(const FakeSandbox&) = delete;
@@ -105,7 +142,7 @@ class FakeSandbox final : public runner::Sandbox {
                       const runner::RunLimits& limits, exec::RunObserver& observer,
                       const exec::CancelToken& cancel) override {
     exec::RunResult result;
-    result.pool = setup_.pool.name;
+    result.pool = pool_;
     result.sandbox_id = container_id_.substr(0, 12);
     if (broken_) {
       result.detail = "the sandbox is not usable";
@@ -200,14 +237,32 @@ class FakeSandbox final : public runner::Sandbox {
     broken_ = true;
   }
 
-  bool Healthy() override { return Ping().ok(); }
-  bool Reusable() const override { return !broken_; }
+  // pool::PooledSandbox.
+  bool Healthy() override {
+    ++health_checks_;
+    return healthy_ && Ping().ok();
+  }
+  bool Reusable() const override { return reusable_ && !broken_; }
+  bool Prepared() override {
+    ++prepared_checks_;
+    return prepared_;
+  }
+  bool Lean() const override { return lean_; }
   int RunCount() const override { return runs_; }
   pool::Clock::time_point CreatedAt() const override { return created_; }
   std::string Name() const override { return "fake-" + std::to_string(id_); }
 
   // For tests.
   int id() const { return id_; }
+  // What a run does to the sandbox, for the pool's tests (which run nothing).
+  void RecordRun() { ++runs_; }
+  void set_runs(int runs) { runs_ = runs; }
+  void set_healthy(bool healthy) { healthy_ = healthy; }
+  void set_reusable(bool reusable) { reusable_ = reusable; }
+  void set_prepared(bool prepared) { prepared_ = prepared; }
+  void set_lean(bool lean) { lean_ = lean; }
+  int health_checks() const { return health_checks_; }
+  int prepared_checks() const { return prepared_checks_; }
   // The container dies from outside (killed, removed): every later call fails.
   void Break() { broken_ = true; }
   // The interpreter died while idle; the next call learns it (Sandbox::TakeSessionNotice).
@@ -234,7 +289,7 @@ class FakeSandbox final : public runner::Sandbox {
   }
 
   FakeWorld& world_;
-  const runner::SandboxSetup& setup_;
+  const std::string pool_;
   const int id_;
   const std::string container_id_;
   const std::string engine_ = "fake";
@@ -246,6 +301,12 @@ class FakeSandbox final : public runner::Sandbox {
   std::atomic<int> pings_{0};
   std::atomic<bool> begun_{false};
   std::atomic<bool> left_{false};
+  std::atomic<bool> healthy_{true};
+  std::atomic<bool> reusable_{true};
+  std::atomic<bool> prepared_{true};
+  std::atomic<bool> lean_{false};
+  std::atomic<int> health_checks_{0};
+  std::atomic<int> prepared_checks_{0};
   std::string notice_;
   runner::RunLimits session_limits_;
   runner::RunLimits last_limits_;
@@ -253,6 +314,14 @@ class FakeSandbox final : public runner::Sandbox {
   runner::ResumeInfo resume_;
   std::map<std::string, std::string> files_;
 };
+
+inline bool FakeWorld::WithSandbox(int id, const std::function<void(FakeSandbox&)>& fn) {
+  std::lock_guard lock(mu_);
+  auto it = alive_.find(id);
+  if (it == alive_.end()) return false;
+  fn(*it->second);
+  return true;
+}
 
 inline bool FakeWorld::WithSession(const std::string& session_id,
                                    const std::function<void(FakeSandbox&)>& fn) {
@@ -271,67 +340,6 @@ inline bool FakeWorld::WithSession(const std::string& session_id,
   if (begun != 1) return false;
   fn(*only);
   return true;
-}
-
-// Makes FakeSandboxes of one pool, as HarnessSandboxMaker makes real ones: a session sandbox
-// that may outlive its server is made for a fresh session id.
-class FakeMaker final : public service::SandboxMaker {
- public:
-  FakeMaker(FakeWorld& world, runner::SandboxSetup setup)
-      : world_(world), setup_(std::move(setup)), limits_(setup_.pool.limits) {}
-
-  Result<std::unique_ptr<runner::Sandbox>> Create() override {
-    std::string id;
-    if (setup_.session && setup_.watchdog.count() > 0) id = service::NewSessionId();
-    return Start(std::move(id));
-  }
-  Result<std::unique_ptr<runner::Sandbox>> StartForSession(const std::string& session_id) override {
-    return Start(session_id);
-  }
-  Result<std::unique_ptr<runner::Sandbox>> Adopt(const std::string& container_id) override {
-    (void)container_id;
-    auto sandbox = std::make_unique<FakeSandbox>(world_, setup_, std::string());
-    sandbox->set_resume(world_.resume());
-    return std::unique_ptr<runner::Sandbox>(std::move(sandbox));
-  }
-  void Remove(const std::string& container_id) override {
-    std::lock_guard lock(mu_);
-    removed_.push_back(container_id);
-  }
-  config::Limits limits() const override {
-    std::lock_guard lock(mu_);
-    return limits_;
-  }
-  void SetLimits(const config::Limits& limits) override {
-    std::lock_guard lock(mu_);
-    limits_ = limits;
-  }
-  std::string python_version() const override { return "3.11"; }
-
-  std::vector<std::string> removed() const {
-    std::lock_guard lock(mu_);
-    return removed_;
-  }
-
- private:
-  Result<std::unique_ptr<runner::Sandbox>> Start(std::string session_id) {
-    if (world_.fail_starts()) return Error(ErrorCode::kUnavailable, "the engine is down");
-    return std::unique_ptr<runner::Sandbox>(
-        std::make_unique<FakeSandbox>(world_, setup_, std::move(session_id)));
-  }
-
-  FakeWorld& world_;
-  const runner::SandboxSetup setup_;  // outlives its sandboxes: the maker outlives its pool
-  mutable std::mutex mu_;
-  config::Limits limits_;
-  std::vector<std::string> removed_;
-};
-
-// The MakerFactory of FakeMakers in `world`.
-inline service::MakerFactory FakeMakers(FakeWorld& world) {
-  return [&world](runner::SandboxSetup setup) -> std::unique_ptr<service::SandboxMaker> {
-    return std::make_unique<FakeMaker>(world, std::move(setup));
-  };
 }
 
 }  // namespace sandbox::testing

@@ -3,7 +3,7 @@
 //   POST /eval          Snekbox-compatible evaluation (snekbox.h): always 200 once a run
 //                       happened; 400 bad input, 415 body not JSON, 503 (+Retry-After) busy.
 //   POST /v1/execute    one run, answered as one JSON result, or as Server-Sent Events when the
-//                       request's Accept lists text/event-stream (execute.h for the shapes).
+//                       request's Accept lists text/event-stream (shapes: src/api/execute.h).
 //   GET  /openapi.json  the OpenAPI 3.1 description of these routes and /healthz.
 //   GET /eval, GET /v1/execute: 405 with Allow: POST.
 //

@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/outbound.h"
 #include "sandbox/mcp/request_meta.h"
 #include "sandbox/mcp/request_state.h"
@@ -109,8 +109,8 @@ class Dispatcher {
   const ResourceRegistry& resources() const { return resources_; }
 
  private:
-  using NotificationHandler = std::function<void(const Message&)>;
-  using RequestHandler = std::function<nlohmann::json(const Message&, bool& suppress)>;
+  using NotificationHandler = std::function<void(const jsonrpc::Message&)>;
+  using RequestHandler = std::function<nlohmann::json(const jsonrpc::Message&, bool& suppress)>;
   // Checks the envelope and routes one message by kind (responses are dropped); a library
   // exception becomes -32603 for a request, never a crash. Both eras go through it.
   std::optional<nlohmann::json> Route(const nlohmann::json& value,
@@ -132,10 +132,10 @@ class Dispatcher {
                                  bool modern);
   // CheckModern after the envelope: the request's _meta (400 when broken), then
   // RefuseModernRequest (its status by ModernHttpStatus).
-  ModernCheck CheckModernMessage(const Message& message) const;
+  ModernCheck CheckModernMessage(const jsonrpc::Message& message) const;
   // The refusal of a request whose _meta is valid: an unknown method, a task method without the
   // extension or a taskId, a tools/call the tool or the declared capabilities refuse.
-  std::optional<nlohmann::json> RefuseModernRequest(const Message& message,
+  std::optional<nlohmann::json> RefuseModernRequest(const jsonrpc::Message& message,
                                                     const RequestMeta& declared) const;
   // `meta`: the request's own, as CheckModernMessage read it.
   nlohmann::json HandleModernRequest(Session& calls, const std::string& method,

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <variant>
 
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/log_level.h"
 
 namespace sandbox::mcp {
@@ -47,7 +47,7 @@ struct RequestMeta {
 
 // A refusal with the error's data member (null when it has none).
 struct RpcFailure {
-  RpcError error;
+  jsonrpc::RpcError error;
   nlohmann::json data;
 };
 

@@ -1,5 +1,5 @@
 // SessionResourceProvider: the files of the caller's sandbox sessions as MCP resources, at
-// sandbox://sessions/<session_id>/files/<path> (session_uri.h).
+// sandbox://sessions/<session_id>/files/<path> (src/mcp/session_uri.h).
 //
 // resources/list pages through the principal's sessions (oldest first) and their files (by
 // path), `page_size` at a time; a session busy running code is left out of the listing (listing

@@ -1,4 +1,4 @@
-// Tool: one MCP tool (run_python, sandbox_info, conformance fixtures). The dispatcher validates
+// Tool: one MCP tool (run_python, sandbox_info, the session tools). The dispatcher validates
 // the envelope of tools/call and hands the arguments object to the tool.
 // Thread-safety: Call() is invoked from many threads at once; implementations must allow it.
 #pragma once

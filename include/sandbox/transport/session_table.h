@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/mcp/random_id.h"
+#include "sandbox/core/random_id.h"
 #include "sandbox/mcp/session.h"
 
 namespace sandbox::transport {
@@ -125,8 +125,8 @@ class SessionTable {
       opened.refusal = SessionRefusal::kFull;
       return opened;
     }
-    opened.session = std::make_shared<S>(mcp::RandomHexId(32), std::move(principal),
-                                         std::forward<Args>(args)...);
+    opened.session =
+        std::make_shared<S>(RandomHexId(32), std::move(principal), std::forward<Args>(args)...);
     opened.session->last_used_ = now;
     sessions_.emplace(opened.session->id, opened.session);
     return opened;

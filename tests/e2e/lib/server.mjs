@@ -30,6 +30,20 @@ export function serverBinary() {
   return path.resolve(bin);
 }
 
+// The conformance test server: the product's server with the conformance suites' fixture tools
+// and resources (tests/conformance; built with the tests only, never shipped).
+export function conformanceServerBinary() {
+  const bin = process.env.SANDBOX_MCP_CONFORMANCE_BIN;
+  if (!bin) {
+    throw new Error(
+      'SANDBOX_MCP_CONFORMANCE_BIN is not set: point it at the sandbox-mcp-conformance test server ' +
+        '(ctest sets it; by hand: ' +
+        'SANDBOX_MCP_CONFORMANCE_BIN=build/tests/conformance/sandbox-mcp-conformance node --test ...)',
+    );
+  }
+  return path.resolve(bin);
+}
+
 // The environment for a server: this process's, without a token unless one is given.
 function serverEnv(extra = {}) {
   const env = { ...process.env };
@@ -190,12 +204,19 @@ export class SandboxServer {
 // caller then spawns it through its own transport and uses only the config this returns).
 // Options: pool (merged into the default pool), args (extra flags), env (extra environment),
 // waitIdle (warm containers to wait for; 0 skips the wait), config (merged into the top level
-// of the configuration file).
-export async function startServer({ pool = {}, args = [], env = {}, waitIdle = 1, config = {} } = {}) {
+// of the configuration file), binary (default: the product's, serverBinary()).
+export async function startServer({
+  pool = {},
+  args = [],
+  env = {},
+  waitIdle = 1,
+  config = {},
+  binary = serverBinary(),
+} = {}) {
   const instanceId = newInstanceId();
   const { dir, file } = writeConfig(instanceId, pool, config);
   const port = await freePort();
-  const child = spawn(serverBinary(), ['--config', file, '--listen', `127.0.0.1:${port}`, ...args], {
+  const child = spawn(binary, ['--config', file, '--listen', `127.0.0.1:${port}`, ...args], {
     cwd: REPO_ROOT,
     env: serverEnv(env),
     stdio: ['ignore', 'ignore', 'pipe'],

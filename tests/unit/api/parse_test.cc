@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sandbox/api/execute.h"
+#include "api/execute.h"
 #include "sandbox/api/snekbox.h"
 #include "sandbox/core/base64.h"
 #include "sandbox/core/utf8.h"

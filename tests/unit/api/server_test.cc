@@ -15,13 +15,13 @@
 
 #include "sandbox/api/http_api.h"
 #include "sandbox/core/base64.h"
-#include "unit/api/fake_service.h"
+#include "support/fake_service.h"
 
 namespace sandbox::api {
 namespace {
 
 using json = nlohmann::json;
-using testing::FakeService;
+using sandbox::testing::FakeService;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -151,7 +151,7 @@ class ApiServerTest : public ::testing::Test {
 };
 
 // Emits `out` on stdout and returns ok with it.
-FakeService::Script Prints(std::string out) {
+FakeService::Behaviour Prints(std::string out) {
   return [out](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken&) {
     observer.OnStarted();
     observer.OnOutput(exec::Stream::kStdout, out);
@@ -163,17 +163,17 @@ FakeService::Script Prints(std::string out) {
 
 TEST_F(ApiServerTest, SnekboxDocumentedRequestsGetTheDocumentedAnswer) {
   // The three request bodies of Snekbox's EvalResource docstring.
-  fake_.script = [](const exec::RunRequest& request, exec::RunObserver& observer,
-                    const exec::CancelToken&) {
-    observer.OnStarted();
-    // The launcher runs main.py; the others run the code itself.
-    const bool ok = request.code == "print('Hello')" ||
-                    (request.code.find("[\"main.py\"]") != std::string::npos &&
-                     request.files.size() == 1 && request.files[0].content == "print('Hello')");
-    std::string out = ok ? "Hello\n" : "unexpected request: " + request.code;
-    observer.OnOutput(exec::Stream::kStdout, out);
-    return Result<exec::RunResult>(FakeService::Ok(out));
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest& request, exec::RunObserver& observer, const exec::CancelToken&) {
+        observer.OnStarted();
+        // The launcher runs main.py; the others run the code itself.
+        const bool ok = request.code == "print('Hello')" ||
+                        (request.code.find("[\"main.py\"]") != std::string::npos &&
+                         request.files.size() == 1 && request.files[0].content == "print('Hello')");
+        std::string out = ok ? "Hello\n" : "unexpected request: " + request.code;
+        observer.OnOutput(exec::Stream::kStdout, out);
+        return Result<exec::RunResult>(FakeService::Ok(out));
+      });
   Start();
   const json main_py = {{"path", "main.py"}, {"content", Base64Encode("print('Hello')")}};
   for (const json& body :
@@ -192,15 +192,15 @@ TEST_F(ApiServerTest, SnekboxDocumentedRequestsGetTheDocumentedAnswer) {
 TEST_F(ApiServerTest, SnekboxDocumentedResponseShapeWithFiles) {
   // The docstring's response: timeit's line, returncode 0 and output.png as base64.
   const std::string png(57344, 'x');
-  fake_.script = [&](const exec::RunRequest& request, exec::RunObserver& observer,
-                     const exec::CancelToken&) {
-    EXPECT_NE(request.code.find(R"(["-m","timeit","pass"])"), std::string::npos);
-    observer.OnOutput(exec::Stream::kStdout, "10000 loops, best of 5: 23.8 usec per loop");
-    auto r = FakeService::Ok("10000 loops, best of 5: 23.8 usec per loop");
-    r.files.push_back(exec::OutputFile{"output.png", 57344, "image/png", png});
-    r.images.push_back(exec::Image{});  // figures are not part of Snekbox's answer
-    return Result<exec::RunResult>(r);
-  };
+  fake_.SetBehaviour(
+      [&](const exec::RunRequest& request, exec::RunObserver& observer, const exec::CancelToken&) {
+        EXPECT_NE(request.code.find(R"(["-m","timeit","pass"])"), std::string::npos);
+        observer.OnOutput(exec::Stream::kStdout, "10000 loops, best of 5: 23.8 usec per loop");
+        auto r = FakeService::Ok("10000 loops, best of 5: 23.8 usec per loop");
+        r.files.push_back(exec::OutputFile{"output.png", 57344, "image/png", png});
+        r.images.push_back(exec::Image{});  // figures are not part of Snekbox's answer
+        return Result<exec::RunResult>(r);
+      });
   Start();
   auto res = PostJson("/eval", {{"input", "pass"}, {"args", {"-m", "timeit"}}});
   ASSERT_TRUE(res);
@@ -216,17 +216,17 @@ TEST_F(ApiServerTest, SnekboxDocumentedResponseShapeWithFiles) {
 }
 
 TEST_F(ApiServerTest, EvalMergesStdoutAndStderrInArrivalOrder) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver& observer,
-                    const exec::CancelToken&) {
-    observer.OnStarted();
-    observer.OnOutput(exec::Stream::kStdout, "before\n");
-    observer.OnOutput(exec::Stream::kStderr, "Traceback ...\nZeroDivisionError\n");
-    observer.OnOutput(exec::Stream::kStdout, "after \xff\n");
-    auto r = FakeService::Ok("before\nafter \xff\n", "Traceback ...\nZeroDivisionError\n");
-    r.verdict = exec::Verdict::kError;
-    r.exit_code = 1;
-    return Result<exec::RunResult>(r);
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken&) {
+        observer.OnStarted();
+        observer.OnOutput(exec::Stream::kStdout, "before\n");
+        observer.OnOutput(exec::Stream::kStderr, "Traceback ...\nZeroDivisionError\n");
+        observer.OnOutput(exec::Stream::kStdout, "after \xff\n");
+        auto r = FakeService::Ok("before\nafter \xff\n", "Traceback ...\nZeroDivisionError\n");
+        r.verdict = exec::Verdict::kError;
+        r.exit_code = 1;
+        return Result<exec::RunResult>(r);
+      });
   Start();
   auto res = PostJson("/eval", {{"input", "1/0"}});
   ASSERT_TRUE(res);
@@ -252,14 +252,14 @@ TEST_F(ApiServerTest, EvalReturnCodesPerVerdict) {
       {exec::Verdict::kInternal, -1, std::nullopt, nullptr},
   };
   std::size_t index = 0;
-  fake_.script = [&](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([&](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
     exec::RunResult r = FakeService::Ok("out");
     r.verdict = cases[index].verdict;
     r.exit_code = cases[index].exit_code;
     r.signal = cases[index].signal;
     r.detail = "reason " + std::to_string(index);
     return Result<exec::RunResult>(r);
-  };
+  });
   Start();
   for (index = 0; index < cases.size(); ++index) {
     auto res = PostJson("/eval", {{"input", "x"}});
@@ -337,7 +337,7 @@ TEST_F(ApiServerTest, EvalNonJsonBodyIs415) {
   EXPECT_EQ(body["title"], "415 Unsupported Media Type");
   EXPECT_THAT(body["description"].get<std::string>(), HasSubstr("application/xml"));
   // A charset parameter is fine.
-  fake_.script = Prints("1\n");
+  fake_.SetBehaviour(Prints("1\n"));
   res = client.Post("/eval", R"x({"input": "print(1)"})x", "application/json; charset=utf-8");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
@@ -378,9 +378,9 @@ TEST_F(ApiServerTest, EvalEmbeddedNulIsAnsweredWithoutARun) {
 
 TEST_F(ApiServerTest, EngineRefusalsOnEval) {
   ErrorCode code = ErrorCode::kBusy;
-  fake_.script = [&](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([&](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
     return Result<exec::RunResult>(Error(code, "no sandbox"));
-  };
+  });
   Start();
   auto res = PostJson("/eval", {{"input", "1"}});
   ASSERT_TRUE(res);
@@ -398,16 +398,17 @@ TEST_F(ApiServerTest, EngineRefusalsOnEval) {
 // ---- /v1/execute, JSON ----
 
 TEST_F(ApiServerTest, ExecuteJsonResult) {
-  fake_.script = [](const exec::RunRequest& request, exec::RunObserver&, const exec::CancelToken&) {
-    EXPECT_EQ(request.code, "plot()");
-    EXPECT_EQ(request.limits.timeout_s, 5.0);
-    EXPECT_EQ(request.pool, "");
-    auto r = FakeService::Ok("caf\xc3\xa9 \xff\n");
-    r.value = "42";
-    r.duration_ms = 7;
-    r.images.push_back(exec::Image{"image/png", 2, 1, std::string("\x89PNG\r\n\x1a\n", 8)});
-    return Result<exec::RunResult>(r);
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest& request, exec::RunObserver&, const exec::CancelToken&) {
+        EXPECT_EQ(request.code, "plot()");
+        EXPECT_EQ(request.limits.timeout_s, 5.0);
+        EXPECT_EQ(request.pool, "");
+        auto r = FakeService::Ok("caf\xc3\xa9 \xff\n");
+        r.value = "42";
+        r.duration_ms = 7;
+        r.images.push_back(exec::Image{"image/png", 2, 1, std::string("\x89PNG\r\n\x1a\n", 8)});
+        return Result<exec::RunResult>(r);
+      });
   Start();
   auto res = PostJson("/v1/execute", {{"code", "plot()"}, {"timeout_s", 5}});
   ASSERT_TRUE(res);
@@ -428,9 +429,9 @@ TEST_F(ApiServerTest, ExecuteJsonResult) {
 }
 
 TEST_F(ApiServerTest, ExecuteBadInputGetsAJsonErrorNamingTheField) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
     return Result<exec::RunResult>(Error(ErrorCode::kInvalidArgument, "unknown pool \"gpu\""));
-  };
+  });
   options_.max_code_bytes = 64;
   Start();
   struct Case {
@@ -470,9 +471,9 @@ TEST_F(ApiServerTest, ExecuteBadInputGetsAJsonErrorNamingTheField) {
 
 TEST_F(ApiServerTest, ExecuteEngineRefusals) {
   ErrorCode code = ErrorCode::kBusy;
-  fake_.script = [&](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([&](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
     return Result<exec::RunResult>(Error(code, "refused"));
-  };
+  });
   Start();
   auto res = PostJson("/v1/execute", {{"code", "1"}});
   ASSERT_TRUE(res);
@@ -489,11 +490,12 @@ TEST_F(ApiServerTest, ExecuteEngineRefusals) {
 }
 
 TEST_F(ApiServerTest, RateLimitedRunsAre429WithRetryAfterAndTheLimitNamed) {
-  fake_.script = [](const exec::RunRequest& request, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([](const exec::RunRequest& request, exec::RunObserver&,
+                        const exec::CancelToken&) {
     EXPECT_EQ(request.principal, "local");  // the HTTP API says whom a run is for
     return Result<exec::RunResult>(
         Error(ErrorCode::kRateLimited, "limit (per_principal.runs_per_minute)").WithRetryAfter(7));
-  };
+  });
   Start();
   auto res = PostJson("/v1/execute", {{"code", "1"}});
   ASSERT_TRUE(res);
@@ -513,26 +515,26 @@ TEST_F(ApiServerTest, RateLimitedRunsAre429WithRetryAfterAndTheLimitNamed) {
 // ---- /v1/execute, Server-Sent Events ----
 
 TEST_F(ApiServerTest, StreamEventsArriveWhileTheCodeRuns) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver& observer,
-                    const exec::CancelToken&) {
-    observer.OnStarted();
-    std::string out;
-    for (int i = 0; i < 3; ++i) {
-      const std::string line = std::to_string(i) + "\n";
-      observer.OnOutput(exec::Stream::kStdout, line);
-      out += line;
-      std::this_thread::sleep_for(300ms);
-    }
-    observer.OnOutput(exec::Stream::kStderr, "warn\n");
-    exec::Image image{"image/png", 3, 2, "PNG"};
-    observer.OnImage(image);
-    exec::OutputFile file{"out.csv", 4, "text/csv", "a,b\n"};
-    observer.OnFile(file);
-    auto r = FakeService::Ok(out, "warn\n");
-    r.images.push_back(image);
-    r.files.push_back(file);
-    return Result<exec::RunResult>(r);
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken&) {
+        observer.OnStarted();
+        std::string out;
+        for (int i = 0; i < 3; ++i) {
+          const std::string line = std::to_string(i) + "\n";
+          observer.OnOutput(exec::Stream::kStdout, line);
+          out += line;
+          std::this_thread::sleep_for(300ms);
+        }
+        observer.OnOutput(exec::Stream::kStderr, "warn\n");
+        exec::Image image{"image/png", 3, 2, "PNG"};
+        observer.OnImage(image);
+        exec::OutputFile file{"out.csv", 4, "text/csv", "a,b\n"};
+        observer.OnFile(file);
+        auto r = FakeService::Ok(out, "warn\n");
+        r.images.push_back(image);
+        r.files.push_back(file);
+        return Result<exec::RunResult>(r);
+      });
   Start();
   auto stream = PostStream({{"code", "loop()"}});
   ASSERT_EQ(stream.status, 200);
@@ -563,14 +565,14 @@ TEST_F(ApiServerTest, StreamEventsArriveWhileTheCodeRuns) {
 }
 
 TEST_F(ApiServerTest, StreamDecodesUtf8AcrossChunks) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver& observer,
-                    const exec::CancelToken&) {
-    observer.OnStarted();
-    observer.OnOutput(exec::Stream::kStdout, "caf\xc3");
-    observer.OnOutput(exec::Stream::kStdout, "\xa9 \xff");
-    observer.OnOutput(exec::Stream::kStdout, "\xe2\x82");  // never completed
-    return Result<exec::RunResult>(FakeService::Ok("caf\xc3\xa9 \xff\xe2\x82"));
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken&) {
+        observer.OnStarted();
+        observer.OnOutput(exec::Stream::kStdout, "caf\xc3");
+        observer.OnOutput(exec::Stream::kStdout, "\xa9 \xff");
+        observer.OnOutput(exec::Stream::kStdout, "\xe2\x82");  // never completed
+        return Result<exec::RunResult>(FakeService::Ok("caf\xc3\xa9 \xff\xe2\x82"));
+      });
   Start();
   auto stream = PostStream({{"code", "x"}});
   ASSERT_EQ(stream.status, 200);
@@ -584,12 +586,12 @@ TEST_F(ApiServerTest, StreamDecodesUtf8AcrossChunks) {
 
 TEST_F(ApiServerTest, StreamSendsKeepalivesDuringSilence) {
   options_.sse_keepalive = 200ms;
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver& observer,
-                    const exec::CancelToken&) {
-    observer.OnStarted();
-    std::this_thread::sleep_for(900ms);
-    return Result<exec::RunResult>(FakeService::Ok());
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken&) {
+        observer.OnStarted();
+        std::this_thread::sleep_for(900ms);
+        return Result<exec::RunResult>(FakeService::Ok());
+      });
   Start();
   auto stream = PostStream({{"code", "sleep()"}});
   ASSERT_EQ(stream.status, 200);
@@ -605,9 +607,9 @@ TEST_F(ApiServerTest, StreamSendsKeepalivesDuringSilence) {
 }
 
 TEST_F(ApiServerTest, StreamRefusedBeforeStartIsAPlainHttpError) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
     return Result<exec::RunResult>(Error(ErrorCode::kInvalidArgument, "timeout_s: too long"));
-  };
+  });
   Start();
   auto stream = PostStream({{"code", "1"}, {"timeout_s", 1e6}});
   EXPECT_EQ(stream.status, 400);
@@ -616,10 +618,10 @@ TEST_F(ApiServerTest, StreamRefusedBeforeStartIsAPlainHttpError) {
 
 TEST_F(ApiServerTest, StreamRefusedAfterItBeganEndsWithAnErrorEvent) {
   options_.sse_start_wait = 100ms;
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
+  fake_.SetBehaviour([](const exec::RunRequest&, exec::RunObserver&, const exec::CancelToken&) {
     std::this_thread::sleep_for(400ms);  // no sandbox came free in time
     return Result<exec::RunResult>(Error(ErrorCode::kBusy, "no sandbox"));
-  };
+  });
   Start();
   auto stream = PostStream({{"code", "1"}});
   ASSERT_EQ(stream.status, 200);
@@ -631,15 +633,15 @@ TEST_F(ApiServerTest, StreamRefusedAfterItBeganEndsWithAnErrorEvent) {
 }
 
 TEST_F(ApiServerTest, VanishedStreamClientCancelsTheRun) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver& observer,
-                    const exec::CancelToken& cancel) {
-    observer.OnStarted();
-    observer.OnOutput(exec::Stream::kStdout, "started\n");
-    FakeService::WaitForCancel(cancel, 10s);
-    auto r = FakeService::Ok("started\n");
-    r.verdict = cancel.IsCancelled() ? exec::Verdict::kCancelled : exec::Verdict::kOk;
-    return Result<exec::RunResult>(r);
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken& cancel) {
+        observer.OnStarted();
+        observer.OnOutput(exec::Stream::kStdout, "started\n");
+        FakeService::WaitForCancel(cancel, 10s);
+        auto r = FakeService::Ok("started\n");
+        r.verdict = cancel.IsCancelled() ? exec::Verdict::kCancelled : exec::Verdict::kOk;
+        return Result<exec::RunResult>(r);
+      });
   Start();
   const auto start = Clock::now();
   auto stream = PostStream({{"code", "forever()"}}, /*stop_after=*/1);
@@ -651,16 +653,16 @@ TEST_F(ApiServerTest, VanishedStreamClientCancelsTheRun) {
 }
 
 TEST_F(ApiServerTest, ShutdownCancelsRunsAndRefusesNewOnes) {
-  fake_.script = [](const exec::RunRequest&, exec::RunObserver& observer,
-                    const exec::CancelToken& cancel) {
-    observer.OnStarted();
-    FakeService::WaitForCancel(cancel, 10s);
-    auto r = FakeService::Ok();
-    r.verdict = exec::Verdict::kCancelled;
-    r.exit_code = -1;
-    r.detail = "cancelled by the caller";
-    return Result<exec::RunResult>(r);
-  };
+  fake_.SetBehaviour(
+      [](const exec::RunRequest&, exec::RunObserver& observer, const exec::CancelToken& cancel) {
+        observer.OnStarted();
+        FakeService::WaitForCancel(cancel, 10s);
+        auto r = FakeService::Ok();
+        r.verdict = exec::Verdict::kCancelled;
+        r.exit_code = -1;
+        r.detail = "cancelled by the caller";
+        return Result<exec::RunResult>(r);
+      });
   Start();
   std::string json_body;
   Stream stream;

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "sandbox/api/http_api.h"
+#include "support/fake_service.h"
 #include "support/fake_session_service.h"
-#include "unit/api/fake_service.h"
 
 namespace sandbox::api {
 namespace {
@@ -67,7 +67,7 @@ class ApiSessionsTest : public ::testing::Test {
   }
 
   ApiOptions options_;
-  testing::FakeService engine_;
+  sandbox::testing::FakeService engine_;
   FakeSessionService sessions_;
   httplib::Server server_;
   std::unique_ptr<HttpApi> api_;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sandbox/http/response_framing.h"
+#include "http/response_framing.h"
 
 namespace sandbox::http {
 namespace {

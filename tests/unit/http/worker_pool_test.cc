@@ -1,4 +1,4 @@
-#include "sandbox/http/worker_pool.h"
+#include "http/worker_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -11,9 +11,12 @@ namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
+namespace rpc_code = jsonrpc::rpc_code;
+using jsonrpc::DumpJson;
+using jsonrpc::kMaxBatchSize;
 
+using sandbox::testing::FakeService;
 using testing::CallRunPython;
-using testing::FakeService;
 using testing::InitializeRequest;
 using testing::Notification;
 using testing::RecordingOutbound;
@@ -348,7 +351,7 @@ TEST_F(DispatcherTest, CancellationStopsTheRunAndSuppressesTheResponse) {
   Send(Notification("notifications/cancelled", {{"requestId", 1}}));
   Send(Notification("notifications/cancelled", {{"requestId", "r1"}, {"reason", "user"}}));
   call.join();
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   EXPECT_FALSE(response.has_value());
   EXPECT_EQ(session_.in_flight(), 0u);
 }

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "sandbox/mcp/conformance_tools.h"
+#include "conformance/conformance_tools.h"
 #include "sandbox/mcp/protocol_version.h"
 #include "sandbox/mcp/request_state.h"
 #include "unit/mcp/test_util.h"
@@ -14,15 +14,16 @@ namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
-using testing::FakeService;
+namespace rpc_code = jsonrpc::rpc_code;
+using sandbox::testing::FakeService;
 using testing::ModernRequest;
 using testing::RecordingOutbound;
 
 Dispatcher MakeFixtureDispatcher() {
   ToolRegistry tools;
-  for (auto& tool : MakeConformanceTools()) tools.Add(std::move(tool));
+  for (auto& tool : testing::MakeConformanceTools()) tools.Add(std::move(tool));
   ResourceRegistry resources;
-  resources.Add(MakeConformanceResources());
+  resources.Add(testing::MakeConformanceResources());
   return Dispatcher(ServerIdentity{"sandbox-mcp", "Python sandbox", "1.2.3", ""}, std::move(tools),
                     std::move(resources), testing::NullLogger());
 }

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/mcp/conformance_tools.h"
+#include "conformance/conformance_tools.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {
@@ -140,7 +140,7 @@ TEST(RequestNotifierTest, ExplicitProgressValuesStayStrictlyIncreasing) {
 }
 
 TEST(ConformanceToolsTest, ProvidesTheSuitesFixtureNames) {
-  auto tools = MakeConformanceTools();
+  auto tools = testing::MakeConformanceTools();
   std::vector<std::string> names;
   for (const auto& t : tools) names.push_back(t->name());
   for (auto expected :

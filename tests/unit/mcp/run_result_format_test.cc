@@ -1,6 +1,6 @@
 // FormatRunResult's bounds: the output travels once in full (structuredContent), the text block
 // repeats at most exec::kTextBlockOutputBytes of it, and dropped figures are said.
-#include "sandbox/mcp/run_result_format.h"
+#include "mcp/run_result_format.h"
 
 #include <gtest/gtest.h>
 

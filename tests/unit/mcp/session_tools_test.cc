@@ -4,18 +4,19 @@
 // plot, download a file written in a third call).
 #include <gtest/gtest.h>
 
+#include "conformance/conformance_tools.h"
+#include "mcp/session_uri.h"
 #include "sandbox/core/base64.h"
-#include "sandbox/mcp/conformance_tools.h"
-#include "sandbox/mcp/session_uri.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
+namespace rpc_code = jsonrpc::rpc_code;
+using sandbox::testing::FakeService;
 using sandbox::testing::FakeSessionService;
 using testing::CallTool;
-using testing::FakeService;
 using testing::InitializeRequest;
 using testing::Notification;
 using testing::RecordingOutbound;
@@ -555,7 +556,7 @@ TEST(ResourceRegistryTest, PagesRunThroughEveryProvider) {
   ASSERT_TRUE(id.ok());
   for (int i = 0; i < 3; ++i) sessions.AddFile(id->id, "f" + std::to_string(i) + ".txt", "x");
   ResourceRegistry registry;
-  registry.Add(MakeConformanceResources());
+  registry.Add(testing::MakeConformanceResources());
   registry.Add(std::make_unique<SessionResourceProvider>(sessions, SessionResourceOptions{2}));
   std::vector<std::string> uris;
   std::string cursor;
@@ -576,7 +577,7 @@ TEST(ResourceRegistryTest, PagesRunThroughEveryProvider) {
 }
 
 TEST(ConformanceResources, TheSuitesFixtures) {
-  auto provider = MakeConformanceResources();
+  auto provider = testing::MakeConformanceResources();
   auto list = provider->List("local", "");
   ASSERT_TRUE(list.ok());
   for (const auto& r : list->resources) {

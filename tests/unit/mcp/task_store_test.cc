@@ -11,14 +11,16 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/mcp/conformance_tools.h"
+#include "conformance/conformance_tools.h"
 #include "unit/mcp/test_util.h"
 
 namespace sandbox::mcp {
 namespace {
 
 using json = nlohmann::json;
-using testing::FakeService;
+namespace rpc_code = jsonrpc::rpc_code;
+using jsonrpc::DumpJson;
+using sandbox::testing::FakeService;
 using testing::NullLogger;
 
 // Polls `done` for up to 30 s.
@@ -291,7 +293,7 @@ class DispatcherTasksTest : public ::testing::Test {
   DispatcherTasksTest() {
     ToolRegistry tools;
     tools.Add(std::make_unique<RunPythonTool>(service_, RunPythonOptions{}));
-    for (auto& tool : MakeConformanceTools()) tools.Add(std::move(tool));
+    for (auto& tool : testing::MakeConformanceTools()) tools.Add(std::move(tool));
     dispatcher_ = std::make_unique<Dispatcher>(ServerIdentity{}, std::move(tools),
                                                ResourceRegistry{}, NullLogger(), &store_);
   }

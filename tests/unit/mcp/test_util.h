@@ -11,14 +11,14 @@
 #include <mutex>
 #include <vector>
 
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/mcp/dispatcher.h"
-#include "sandbox/mcp/json_rpc.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
 #include "sandbox/mcp/session_resources.h"
 #include "sandbox/mcp/session_tools.h"
+#include "support/fake_service.h"
 #include "support/fake_session_service.h"
-#include "unit/mcp/fake_service.h"
 
 namespace sandbox::mcp::testing {
 
@@ -57,7 +57,7 @@ class RecordingOutbound final : public Outbound {
   std::vector<json> messages_;
 };
 
-inline Dispatcher MakeDispatcher(FakeService& service, RelayOptions relay = {}) {
+inline Dispatcher MakeDispatcher(sandbox::testing::FakeService& service, RelayOptions relay = {}) {
   ToolRegistry tools;
   RunPythonOptions options;
   options.relay = relay;
@@ -68,7 +68,7 @@ inline Dispatcher MakeDispatcher(FakeService& service, RelayOptions relay = {}) 
 
 // The server's set-up with sessions: run_python with sessions, sandbox_info, the session tools
 // and the session resources.
-inline Dispatcher MakeSessionDispatcher(FakeService& service,
+inline Dispatcher MakeSessionDispatcher(sandbox::testing::FakeService& service,
                                         sandbox::testing::FakeSessionService& sessions,
                                         std::size_t page_size = 100,
                                         SessionToolOptions options = {}) {

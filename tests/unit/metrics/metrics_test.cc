@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sandbox/metrics/metered_services.h"
+#include "support/fake_service.h"
 
 namespace sandbox::metrics {
 namespace {
@@ -156,31 +157,22 @@ TEST(MetricsTest, RouteOfKeepsTheLabelSetBounded) {
   EXPECT_EQ(RouteOf("/metrics"), "/metrics");
 }
 
-class FakeRuns final : public exec::ExecutionService {
- public:
-  Result<exec::RunResult> Run(const exec::RunRequest&, exec::RunObserver&,
-                              const exec::CancelToken&) override {
-    if (fail) return Error(ErrorCode::kBusy, "no sandbox");
-    return MakeResult(exec::Verdict::kError, "boom");
-  }
-  Result<exec::ServiceInfo> Info() override { return exec::ServiceInfo{}; }
-  Result<std::string> PoolForExecutable(const std::string& path) override {
-    if (path == "/py") return std::string("default");
-    return Error(ErrorCode::kInvalidArgument, "executable_path: unknown");
-  }
-  bool fail = false;
-};
-
 TEST(MeteredRunsTest, RecordsResultsAndErrorsAndPassesThemOn) {
   Metrics m({"v"});
-  FakeRuns inner;
+  sandbox::testing::FakeService inner;
+  bool fail = false;
+  inner.SetBehaviour([&fail](const exec::RunRequest&, exec::RunObserver&,
+                             const exec::CancelToken&) -> Result<exec::RunResult> {
+    if (fail) return Error(ErrorCode::kBusy, "no sandbox");
+    return MakeResult(exec::Verdict::kError, "boom");
+  });
   MeteredRuns runs(inner, m, {{"default", "fresh"}});
   exec::RunObserver observer;
   exec::CancelToken cancel;
   auto ok = runs.Run({}, observer, cancel);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->stdout_text, "boom");
-  inner.fail = true;
+  fail = true;
   auto busy = runs.Run({}, observer, cancel);
   ASSERT_FALSE(busy.ok());
   EXPECT_EQ(busy.error().code(), ErrorCode::kBusy);

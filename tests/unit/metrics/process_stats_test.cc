@@ -1,4 +1,4 @@
-#include "sandbox/metrics/process_stats.h"
+#include "metrics/process_stats.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "unit/pool/fake_sandbox.h"
+#include "support/fake_factory.h"
 
 namespace sandbox::pool {
 namespace {

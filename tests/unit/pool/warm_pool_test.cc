@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/pool/fake_sandbox.h"
+#include "support/fake_factory.h"
 
 namespace sandbox::pool {
 namespace {
@@ -169,7 +169,7 @@ TEST_F(WarmPoolTest, RecycleModeReusesTheReturnedSandboxFirst) {
   ASSERT_TRUE(first.ok());
   const int id = IdOf(*first);
   ASSERT_TRUE(WaitForIdle(1));  // the replacement is idle below the one we return
-  AsFake(first->get()).Run();
+  AsFake(first->get()).RecordRun();
   first->Reset();
   EXPECT_EQ(pool.stats().idle, 2);
 
@@ -191,7 +191,7 @@ TEST_F(WarmPoolTest, AcquirePrefersAPreparedSandboxOverTheMostRecentOne) {
   auto first = pool.Acquire();
   ASSERT_TRUE(first.ok());
   const int returned = IdOf(*first);
-  AsFake(first->get()).Run();
+  AsFake(first->get()).RecordRun();
   AsFake(first->get()).set_prepared(false);  // as after `done`, before the next `ready`
   first->Reset();
   ASSERT_EQ(pool.stats().idle, 2);
@@ -317,7 +317,7 @@ TEST_F(WarmPoolTest, RetiresAtMaxRuns) {
   lease = pool.Acquire(0ms);
   ASSERT_TRUE(lease.ok());
   ASSERT_EQ(IdOf(*lease), id);
-  AsFake(lease->get()).Run();  // the third run
+  AsFake(lease->get()).RecordRun();  // the third run
   lease->Reset();
   ASSERT_TRUE(WaitFor([&] { return !factory_.alive(id); }));
   EXPECT_EQ(pool.stats().destroyed_total, 1u);
@@ -421,7 +421,7 @@ TEST_P(WarmPoolConcurrencyTest, NeverMoreThanMaxTotalAlive) {
           ++failed;
           continue;
         }
-        AsFake(lease->get()).Run();
+        AsFake(lease->get()).RecordRun();
         if (i % 7 == 3) lease->Discard();
         ++ok;
       }

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/fake_sandbox.h"
+#include "support/fake_maker.h"
 
 namespace sandbox::service {
 namespace {

@@ -1,6 +1,6 @@
-// SessionManager over fake sandboxes (tests/support/fake_sandbox.h), in the pools BuildPools
-// makes: quotas, expiry, restarts, request resolution and the session's file operations,
-// without Docker.
+// SessionManager over fake sandboxes (tests/support/fake_sandbox.h, fake_maker.h), in the pools
+// BuildPools makes: quotas, expiry, restarts, request resolution and the session's file
+// operations, without Docker.
 #include "sandbox/service/session_manager.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "sandbox/runner/sandbox_spec.h"
 #include "sandbox/service/session_record.h"
-#include "support/fake_sandbox.h"
+#include "support/fake_maker.h"
 
 namespace sandbox::service {
 namespace {

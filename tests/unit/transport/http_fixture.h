@@ -21,10 +21,10 @@ namespace sandbox::transport::testing {
 using json = nlohmann::json;
 using http::GuardOptions;
 using http::RequestGuard;
-using mcp::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
+using sandbox::testing::FakeService;
 
 constexpr const char* kAccept = "application/json, text/event-stream";
 

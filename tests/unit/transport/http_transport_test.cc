@@ -21,10 +21,10 @@ namespace {
 using json = nlohmann::json;
 using http::GuardOptions;
 using mcp::testing::CallRunPython;
-using mcp::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
+using sandbox::testing::FakeService;
 using testing::HttpTransportTest;
 using testing::kAccept;
 using testing::ParseSse;
@@ -56,7 +56,7 @@ TEST_F(HttpTransportTest, StatusCodesForBadRequests) {
   // Unparsable: 400 with -32700.
   res = client.Post("/mcp", {{"Accept", kAccept}}, "{nope", "application/json");
   EXPECT_EQ(res->status, 400);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kParseError);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kParseError);
   // Too large: 413.
   res = client.Post("/mcp", {{"Accept", kAccept}}, std::string(100 << 10, ' '), "application/json");
   EXPECT_EQ(res->status, 413);
@@ -68,7 +68,7 @@ TEST_F(HttpTransportTest, StatusCodesForBadRequests) {
   EXPECT_EQ(res->status, 400);
   res = Post(Request(1, "tools/list"), {{"Mcp-Session-Id", "deadbeef"}});
   EXPECT_EQ(res->status, 404);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kSessionNotFound);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kSessionNotFound);
   // GET: 405 with Allow.
   res = client.Get("/mcp", {{"Accept", "text/event-stream"}});
   EXPECT_EQ(res->status, 405);
@@ -154,7 +154,7 @@ TEST_F(HttpTransportTest, CancelledRequestGetsNoResponse) {
   auto cancel = Post(Notification("notifications/cancelled", {{"requestId", "c1"}}));
   EXPECT_EQ(cancel->status, 202);
   caller.join();
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   ASSERT_TRUE(body);
   for (const auto& event : ParseSse(*body)) {
     EXPECT_FALSE(event.data.contains("id")) << event.data;  // notifications only, no response
@@ -179,7 +179,7 @@ TEST_F(HttpTransportTest, DroppedConnectionCancelsTheRun) {
   ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   ASSERT_TRUE(service_.WaitStarted());
   close(fd);
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
 }
 
 TEST_F(HttpTransportTest, HostAndOriginChecks) {
@@ -227,7 +227,7 @@ TEST_F(HttpTransportTest, AnMcpSessionBelongsToTheTokenThatInitializedIt) {
   auto res = Post(Request(1, "ping"), {{"Authorization", "Bearer bob-token-0123456789ab"},
                                        {"Mcp-Session-Id", session}});
   EXPECT_EQ(res->status, 404);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kSessionNotFound);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kSessionNotFound);
   auto client = Client();
   EXPECT_EQ(client
                 .Delete("/mcp", {{"Authorization", "Bearer bob-token-0123456789ab"},
@@ -434,7 +434,8 @@ TEST_F(HttpTransportTest, StreamsBeyondTheLimitGet503AndOtherRequestsAreServed) 
   auto sse = Client().Get("/sse", {{"Accept", "text/event-stream"}});
   ASSERT_TRUE(sse);
   EXPECT_EQ(sse->status, 503);
-  EXPECT_EQ(json::parse(sse->body, nullptr, false)["error"]["code"], mcp::rpc_code::kServerError);
+  EXPECT_EQ(json::parse(sse->body, nullptr, false)["error"]["code"],
+            jsonrpc::rpc_code::kServerError);
   EXPECT_EQ(service_.requests().size(), 2u);  // the refused call never ran
   EXPECT_EQ(legacy_->session_count(), 1u);    // nor did the refused stream open a session
 

@@ -4,7 +4,7 @@
 // era unchanged beside it.
 #include <gtest/gtest.h>
 
-#include "sandbox/transport/mcp_headers.h"
+#include "transport/mcp_headers.h"
 #include "unit/transport/http_fixture.h"
 
 namespace sandbox::transport {
@@ -56,7 +56,7 @@ TEST_F(ModernHttpTest, MetaErrorsAre400WithTheRequestId) {
   auto res = PostModern(request);
   EXPECT_EQ(res->status, 400);
   json body = json::parse(res->body);
-  EXPECT_EQ(body["error"]["code"], mcp::rpc_code::kInvalidParams);
+  EXPECT_EQ(body["error"]["code"], jsonrpc::rpc_code::kInvalidParams);
   EXPECT_EQ(body["id"], 101);
   request = ModernRequest(102, "server/discover");
   request["params"]["_meta"].erase("io.modelcontextprotocol/clientCapabilities");
@@ -79,7 +79,7 @@ TEST_F(ModernHttpTest, AnInvalidEnvelopeIs400WithTheRequestId) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 400) << request;
     json body = json::parse(res->body);
-    EXPECT_EQ(body["error"]["code"], mcp::rpc_code::kInvalidRequest) << request;
+    EXPECT_EQ(body["error"]["code"], jsonrpc::rpc_code::kInvalidRequest) << request;
     EXPECT_EQ(body["id"], request["id"]);
   }
 }
@@ -92,18 +92,18 @@ TEST_F(ModernHttpTest, VersionHeaderErrors) {
   auto res = PostModern(request, {{"MCP-Protocol-Version", "v999.0.0"}});
   EXPECT_EQ(res->status, 400);
   json body = json::parse(res->body);
-  EXPECT_EQ(body["error"]["code"], mcp::rpc_code::kUnsupportedProtocolVersion);
+  EXPECT_EQ(body["error"]["code"], jsonrpc::rpc_code::kUnsupportedProtocolVersion);
   EXPECT_EQ(body["error"]["data"]["requested"], "v999.0.0");
   EXPECT_EQ(body["error"]["data"]["supported"][0], "2026-07-28");
   EXPECT_EQ(body["id"], 301);
   // The header and _meta disagree: -32020.
   res = PostModern(request);
   EXPECT_EQ(res->status, 400);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kHeaderMismatch);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kHeaderMismatch);
   // A body that names 2026-07-28 without the header: -32020.
   res = PostModern(ModernRequest(303, "tools/list"), {}, false);
   EXPECT_EQ(res->status, 400);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kHeaderMismatch);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kHeaderMismatch);
   EXPECT_EQ(json::parse(res->body)["id"], 303);
 }
 
@@ -115,7 +115,7 @@ TEST_F(ModernHttpTest, MethodAndNameHeadersMustMatchTheBody) {
     auto res = PostModern(call, std::move(extra));
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 400) << why;
-    EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kHeaderMismatch) << why;
+    EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kHeaderMismatch) << why;
   };
   expect_mismatch({{"Mcp-Method", "tools/list"}}, "method differs");
   expect_mismatch({{"Mcp-Name", "sandbox_info"}}, "name differs");
@@ -141,7 +141,7 @@ TEST_F(ModernHttpTest, UnknownAndRemovedMethodsAre404) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 404) << method;
     json body = json::parse(res->body);
-    EXPECT_EQ(body["error"]["code"], mcp::rpc_code::kMethodNotFound) << method;
+    EXPECT_EQ(body["error"]["code"], jsonrpc::rpc_code::kMethodNotFound) << method;
     EXPECT_EQ(body["id"], 500) << method;
   }
 }
@@ -155,7 +155,7 @@ TEST_F(ModernHttpTest, NotificationsAre202AndBatchesAreRefused) {
   json batch = json::array({ModernRequest(1, "tools/list"), ModernRequest(2, "tools/list")});
   res = Post(batch, {{"MCP-Protocol-Version", "2026-07-28"}});
   EXPECT_EQ(res->status, 400);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
 }
 
 TEST_F(ModernHttpTest, LegacyClientsSeeTheSameAnswers) {

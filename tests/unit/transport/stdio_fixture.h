@@ -16,7 +16,7 @@
 namespace sandbox::transport::testing {
 
 using json = nlohmann::json;
-using mcp::testing::FakeService;
+using sandbox::testing::FakeService;
 
 // Runs a StdioTransport over two pipes; the test writes lines and reads response lines.
 class StdioTest : public ::testing::Test {

@@ -14,11 +14,11 @@ namespace {
 using json = nlohmann::json;
 
 using mcp::testing::CallRunPython;
-using mcp::testing::FakeService;
 using mcp::testing::InitializeRequest;
 using mcp::testing::ModernRequest;
 using mcp::testing::Notification;
 using mcp::testing::Request;
+using sandbox::testing::FakeService;
 using testing::StdioTest;
 
 TEST_F(StdioTest, OneMessagePerLine) {
@@ -40,11 +40,11 @@ TEST_F(StdioTest, OneMessagePerLine) {
 
 TEST_F(StdioTest, BadLinesGetErrors) {
   WriteRaw("{oops\n");
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kParseError);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kParseError);
   WriteRaw(std::string(5000, ' ') + "x\n");  // over the 4096-byte limit
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
   WriteLine(Request(1, "tools/list"));  // before initialize
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
 }
 
 TEST_F(StdioTest, CancelArrivesWhileARunIsInProgress) {
@@ -56,7 +56,7 @@ TEST_F(StdioTest, CancelArrivesWhileARunIsInProgress) {
   json progress = ReadLine();  // the run's "started" output
   EXPECT_EQ(progress["method"], "notifications/progress");
   WriteLine(Notification("notifications/cancelled", {{"requestId", 7}}));
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   WriteLine(Request(8, "ping"));
   // The next line is the ping's answer: the cancelled call sent no response.
   EXPECT_EQ(ReadLine()["id"], 8);
@@ -81,7 +81,7 @@ TEST_F(StdioTest, StopCancelsRunsInFlight) {
   ASSERT_TRUE(service_.WaitStarted());
   transport_->Stop();
   server_.join();
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
 }
 
 // ---- 2026-07-28: stdio tells the eras apart ----
@@ -98,7 +98,7 @@ TEST_F(ModernStdioTest, ModernRequestsNeedNoInitialize) {
   EXPECT_EQ(response["result"]["resultType"], "complete");
   // A legacy request before initialize is still refused as before.
   WriteLine(Request(3, "tools/list"));
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kInvalidRequest);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kInvalidRequest);
 }
 
 TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
@@ -107,7 +107,7 @@ TEST_F(ModernStdioTest, CancelledReachesAModernRun) {
                           {{"name", "run_python"}, {"arguments", {{"code", "while True: pass"}}}}));
   ASSERT_TRUE(service_.WaitStarted());
   WriteLine(Notification("notifications/cancelled", {{"requestId", 7}}));
-  EXPECT_TRUE(service_.WaitCancelled());
+  EXPECT_TRUE(service_.WaitForCancelled());
   WriteLine(ModernRequest(8, "tools/list"));
   EXPECT_EQ(ReadLine()["id"], 8);  // the cancelled call sent no response
 }
@@ -117,7 +117,7 @@ TEST_F(ModernStdioTest, InitializeMakesTheProcessLegacy) {
   EXPECT_EQ(ReadLine()["result"]["protocolVersion"], "2025-11-25");
   // After initialize, server/discover is a method the legacy era does not know.
   WriteLine(ModernRequest(2, "server/discover"));
-  EXPECT_EQ(ReadLine()["error"]["code"], mcp::rpc_code::kMethodNotFound);
+  EXPECT_EQ(ReadLine()["error"]["code"], jsonrpc::rpc_code::kMethodNotFound);
   WriteLine(ModernRequest(3, "tools/list"));
   EXPECT_FALSE(ReadLine()["result"].contains("resultType"));
 }

@@ -1,6 +1,8 @@
-// JSON-RPC 2.0 as MCP uses it: the envelope check of one incoming message, the error codes, and
-// builders for the messages the server sends. Ids are kept as the JSON value received, so `1`
-// and `"1"` stay different requests and each is echoed exactly.
+// JSON-RPC 2.0 as MCP speaks it: the envelope check of one incoming message, the error codes
+// (JSON-RPC's and those MCP defines in its server-error range), and builders for the messages the
+// server sends. Ids are kept as the JSON value received, so `1` and `"1"` stay different requests
+// and each is echoed exactly. A library of its own so the HTTP plumbing (sandbox_http) can answer
+// in JSON-RPC without the MCP core.
 // Thread-safety: stateless functions and value types; safe from any thread.
 #pragma once
 
@@ -12,7 +14,7 @@
 
 #include "sandbox/core/result.h"
 
-namespace sandbox::mcp {
+namespace sandbox::jsonrpc {
 
 using json = nlohmann::json;
 
@@ -85,4 +87,4 @@ std::string IdKey(const json& id);
 // string of any length).
 std::string IdForLog(const json& id);
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::jsonrpc

@@ -1,9 +1,9 @@
-#include "sandbox/mcp/json_rpc.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 
 #include "sandbox/core/json.h"
 #include "sandbox/core/log_safe.h"
 
-namespace sandbox::mcp {
+namespace sandbox::jsonrpc {
 namespace {
 
 bool IsValidId(const json& id) { return id.is_string() || id.is_number(); }
@@ -86,4 +86,4 @@ std::string IdKey(const json& id) { return DumpJson(id); }
 
 std::string IdForLog(const json& id) { return LogEscape(IdKey(id), 128); }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::jsonrpc

@@ -1,6 +1,8 @@
-// sandbox-mcp: builds every component from the validated configuration and hands them to the
-// front end that serves them (stdio or HTTP). Everything is constructed here and passed down;
-// nothing is global, and the logic lives in the files named by the includes.
+// RunServer (sandbox/server/server.h): builds every component from the validated configuration
+// and hands them to the front end that serves them (stdio or HTTP). Everything is constructed
+// here and passed down; nothing is global, and the logic lives in the files named by the includes.
+#include "sandbox/server/server.h"
+
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -50,7 +52,7 @@ Status RefuseUnservedEngines(const config::Config& config) {
   return OkStatus();
 }
 
-int Run(const Invocation& invocation) {
+int Run(const Invocation& invocation, const Extensions& extensions) {
   const config::Config& config = invocation.config;
   auto logger = MakeLogger(config);
   // What the host lets this process run: the thread budget of Validate() and the admin API.
@@ -155,9 +157,8 @@ int Run(const Invocation& invocation) {
   // Tasks of the MCP tasks extension (2026-07-28): runs that outlive their request. Shut down
   // (their runs cancelled) before the engine stops and before the dispatcher's tools go.
   mcp::TaskStore tasks(TaskOptionsOf(config), logger);
-  mcp::Dispatcher dispatcher =
-      MakeDispatcher(config, served.runs(), served.sessions(), invocation.conformance_fixtures,
-                     &tasks, inflight, logger);
+  mcp::Dispatcher dispatcher = MakeDispatcher(config, served.runs(), served.sessions(), extensions,
+                                              &tasks, inflight, logger);
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
   admin::PoolTuner tuner(service, admin::PoolBounds{config, host}, &metrics, logger);
   const FrontEnd front{.config = config,
@@ -181,12 +182,13 @@ int Run(const Invocation& invocation) {
 }
 
 }  // namespace
-}  // namespace sandbox::server
 
-int main(int argc, char** argv) {
+int RunServer(int argc, char** argv, const Extensions& extensions) {
   // Few arenas: freed result buffers are reused across threads and trimmed (MemoryTrimmer).
-  sandbox::MemoryTrimmer::LimitArenas(4);
-  sandbox::server::Invocation invocation;
-  if (auto done = sandbox::server::ParseInvocation(argc, argv, invocation)) return *done;
-  return sandbox::server::Run(invocation);
+  MemoryTrimmer::LimitArenas(4);
+  Invocation invocation;
+  if (auto done = ParseInvocation(argc, argv, invocation)) return *done;
+  return Run(invocation, extensions);
 }
+
+}  // namespace sandbox::server

@@ -1,4 +1,4 @@
-#include "sandbox/mcp/random_id.h"
+#include "sandbox/core/random_id.h"
 
 #include <sys/random.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-namespace sandbox::mcp {
+namespace sandbox {
 
 std::string RandomHexId(std::size_t bytes) {
   std::vector<unsigned char> raw(bytes);
@@ -29,4 +29,4 @@ std::string RandomHexId(std::size_t bytes) {
   return out;
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox

@@ -1,4 +1,4 @@
-#include "sandbox/mcp/conformance_tools.h"
+#include "conformance/conformance_tools.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include "sandbox/core/base64.h"
 #include "sandbox/mcp/task_store.h"
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::testing {
 namespace {
 
 using json = nlohmann::json;
@@ -523,4 +523,4 @@ std::unique_ptr<ResourceProvider> MakeConformanceResources() {
   return std::make_unique<FixtureResources>();
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::testing
