@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -145,7 +146,8 @@ Answer Of(const httplib::Result& res) {
 }
 
 std::string Describe(const Answer& a) {
-  return "HTTP " + std::to_string(a.status) + " from \"" + a.replica + "\": " + a.body.substr(0, 600);
+  return "HTTP " + std::to_string(a.status) + " from \"" + a.replica +
+         "\": " + a.body.substr(0, 600);
 }
 
 // The replica an id names: its prefix before the first dash.
@@ -196,8 +198,7 @@ Answer McpInitialize(int port) {
   Answer a = Of(To(port).Post("/mcp", McpHeaders(), message.dump(), "application/json"));
   if (a.status == 200 && !a.session_header.empty()) {
     const json initialized = {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}};
-    Of(To(port).Post("/mcp", McpHeaders(a.session_header), initialized.dump(),
-                     "application/json"));
+    Of(To(port).Post("/mcp", McpHeaders(a.session_header), initialized.dump(), "application/json"));
   }
   return a;
 }
@@ -261,9 +262,14 @@ class LegacyStream {
     if (!ReadUntil("sessionId=") || !ReadUntil("\n")) return;
     const auto at = received_.find("sessionId=") + 10;
     session_ = received_.substr(at, received_.find_first_of("\r\n", at) - at);
-    const auto header = received_.find("X-Sandbox-Replica: ");
+    // HAProxy sends header names in lower case.
+    std::string head = received_.substr(0, received_.find("\r\n\r\n"));
+    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = "\r\nx-sandbox-replica: ";
+    const auto header = head.find(name);
     if (header != std::string::npos) {
-      replica_ = received_.substr(header + 19, received_.find("\r\n", header) - header - 19);
+      const auto from = header + name.size();
+      replica_ = received_.substr(from, head.find("\r\n", from) - from);
     }
   }
   ~LegacyStream() {
@@ -294,8 +300,8 @@ class LegacyStream {
 
 Answer LegacyPing(int port, const std::string& session, const std::string& id) {
   const json ping = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "ping"}};
-  return Of(To(port).Post(("/messages?sessionId=" + session).c_str(), ping.dump(),
-                          "application/json"));
+  return Of(
+      To(port).Post(("/messages?sessionId=" + session).c_str(), ping.dump(), "application/json"));
 }
 
 // The balancer's answer for an id of a replica that is down.
@@ -366,11 +372,11 @@ TEST(RequestStateKeyFileTest, AMissingOrShortKeyFileStopsTheServerNamingIt) {
                           << sandbox::testing::TestInstanceId("balancer-key")
                           << R"(", "server": {"request_state_key_file": ")" << key << R"("}})";
     const std::string log = dir + "/balancer-key.log";
-    const pid_t pid = Spawn({bin, "--listen", "127.0.0.1:" + std::to_string(FreePort()),
-                             "--config", config},
-                            {}, log);
+    const pid_t pid = Spawn(
+        {bin, "--listen", "127.0.0.1:" + std::to_string(FreePort()), "--config", config}, {}, log);
     int status = 0;
-    const bool exited = WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, seconds(60));
+    const bool exited =
+        WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, seconds(60));
     if (!exited) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
@@ -448,7 +454,8 @@ TEST_F(BalancerTest, StateReachesItsReplicaAndAKilledReplicasIdsAnswerReplicaDow
   ASSERT_TRUE(WaitFor(
       [&] {
         const Answer run = Execute(lb(), "print(6 * 7)");
-        if (run.status == 200 && run.Json().value("stdout", "") == "42\n") served.insert(run.replica);
+        if (run.status == 200 && run.Json().value("stdout", "") == "42\n")
+          served.insert(run.replica);
         return served.size() == 2;
       },
       seconds(120)))
@@ -522,21 +529,18 @@ TEST_F(BalancerTest, StateReachesItsReplicaAndAKilledReplicasIdsAnswerReplicaDow
               "sevenseven\n")
         << call.body.substr(0, 600);
     const std::string uri = "sandbox://sessions/" + id + "/files/out.txt";
-    const Answer read =
-        Modern(lb(), "resources/read", uri, {{"uri", uri}, {"_meta", Meta()}});
+    const Answer read = Modern(lb(), "resources/read", uri, {{"uri", uri}, {"_meta", Meta()}});
     ASSERT_EQ(read.status, 200) << Describe(read);
     EXPECT_EQ(read.replica, replica);
-    EXPECT_EQ(RpcMessage(read, 7)["result"]["contents"][0].value("text", ""), "SEVEN")
-        << read.body;
+    EXPECT_EQ(RpcMessage(read, 7)["result"]["contents"][0].value("text", ""), "SEVEN") << read.body;
   }
 
   // ---- tasks: created balanced, polled until done on their replica ----
   auto tasks = OneOnEach([&] {
-    const Answer created =
-        Modern(lb(), "tools/call", "run_python",
-               {{"name", "run_python"},
-                {"arguments", {{"code", "print('task done')"}}},
-                {"_meta", Meta(TasksCapability())}});
+    const Answer created = Modern(lb(), "tools/call", "run_python",
+                                  {{"name", "run_python"},
+                                   {"arguments", {{"code", "print('task done')"}}},
+                                   {"_meta", Meta(TasksCapability())}});
     EXPECT_EQ(created.status, 200) << Describe(created);
     const json result = RpcMessage(created, 7)["result"];
     EXPECT_EQ(result.value("resultType", ""), "task") << created.body.substr(0, 600);
@@ -559,18 +563,22 @@ TEST_F(BalancerTest, StateReachesItsReplicaAndAKilledReplicasIdsAnswerReplicaDow
   // ---- a multi round-trip whose rounds reach different replicas: one key file ----
   const char* tool = "test_input_required_result_request_state";
   const json caps = {{"elicitation", json::object()}};
-  const Answer round1 = Modern(ports_["r1"], "tools/call", tool, {{"name", tool}, {"_meta", Meta(caps)}});
+  const Answer round1 =
+      Modern(ports_["r1"], "tools/call", tool, {{"name", tool}, {"_meta", Meta(caps)}});
   const json state = RpcMessage(round1, 7)["result"]["requestState"];
   ASSERT_TRUE(state.is_string()) << Describe(round1);
   const json answers = {{"confirm", {{"action", "accept"}, {"content", {{"ok", true}}}}}};
-  const Answer round2 = Modern(
-      ports_["r2"], "tools/call", tool,
-      {{"name", tool}, {"inputResponses", answers}, {"requestState", state}, {"_meta", Meta(caps)}});
+  const Answer round2 = Modern(ports_["r2"], "tools/call", tool,
+                               {{"name", tool},
+                                {"inputResponses", answers},
+                                {"requestState", state},
+                                {"_meta", Meta(caps)}});
   EXPECT_EQ(RpcMessage(round2, 7)["result"].value("resultType", ""), "complete")
       << "r2 did not open r1's requestState: " << Describe(round2);
 
   // ---- an id of another replica, sent to a replica directly, is an unknown id there ----
-  const Answer foreign_session = Of(To(ports_["r1"]).Get(("/v1/sessions/" + sessions["r2"]).c_str()));
+  const Answer foreign_session =
+      Of(To(ports_["r1"]).Get(("/v1/sessions/" + sessions["r2"]).c_str()));
   EXPECT_EQ(foreign_session.status, 404) << Describe(foreign_session);
   EXPECT_EQ(foreign_session.Json().value("error", "").empty(), false) << foreign_session.body;
   const Answer foreign_mcp = McpRun(ports_["r1"], mcp["r2"], 9, "print(1)");

@@ -290,18 +290,17 @@ TEST(RequestStateAcrossReplicasTest, ARoundTripOpensOnAnotherReplicaWithTheSameK
   RecordingOutbound out;
   const json caps = {{"elicitation", json::object()}};
   const char* tool = "test_input_required_result_request_state";
-  auto first =
-      r1.HandleModern(calls, ModernRequest(1, "tools/call", {{"name", tool}}, testing::ModernMeta(caps)),
-                      out);
+  auto first = r1.HandleModern(
+      calls, ModernRequest(1, "tools/call", {{"name", tool}}, testing::ModernMeta(caps)), out);
   ASSERT_TRUE(first.has_value());
   const json state = (*first)["result"]["requestState"];
   ASSERT_TRUE(state.is_string()) << first->dump();
-  const json second =
-      ModernRequest(2, "tools/call",
-                    {{"name", tool},
-                     {"inputResponses", {{"confirm", {{"action", "accept"}, {"content", {{"ok", true}}}}}}},
-                     {"requestState", state}},
-                    testing::ModernMeta(caps));
+  const json second = ModernRequest(
+      2, "tools/call",
+      {{"name", tool},
+       {"inputResponses", {{"confirm", {{"action", "accept"}, {"content", {{"ok", true}}}}}}},
+       {"requestState", state}},
+      testing::ModernMeta(caps));
   auto on_r2 = r2.HandleModern(calls, second, out);
   ASSERT_TRUE(on_r2.has_value());
   EXPECT_EQ((*on_r2)["result"]["resultType"], "complete") << on_r2->dump();
