@@ -14,8 +14,9 @@ SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates cur
 # Only the test command needs these: its `lint` test runs scripts/lint.sh, and its sanitize
 # tests build with clang and libFuzzer (scripts/fuzz.sh; libFuzzer and the sanitizer runtimes
 # are in libclang-rt-14-dev); metrics_integration_test scrapes the server with a real
-# Prometheus and checks its text with promtool (both in prometheus).
-SANDBOX_TEST_PACKAGES=(clang-format clang-tidy clang libclang-rt-14-dev prometheus)
+# Prometheus and checks its text with promtool (both in prometheus); balancer_integration_test
+# puts two servers behind a real HAProxy (haproxy, with deploy/balancer/haproxy.cfg).
+SANDBOX_TEST_PACKAGES=(clang-format clang-tidy clang libclang-rt-14-dev prometheus haproxy)
 SANDBOX_ENGINE_PACKAGES=(docker.io docker-compose debootstrap iptables runsc)
 
 log() { printf '[host] %s\n' "$*" >&2; }

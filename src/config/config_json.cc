@@ -120,6 +120,8 @@ Status ApplyServer(const json& doc, const std::string& path, ServerConfig& serve
   SANDBOX_RETURN_IF_ERROR(r.Read("max_connections_per_ip", server.max_connections_per_ip));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_origins", server.allowed_origins));
   SANDBOX_RETURN_IF_ERROR(r.Read("allowed_hosts", server.allowed_hosts));
+  SANDBOX_RETURN_IF_ERROR(r.Read("replica", server.replica));
+  SANDBOX_RETURN_IF_ERROR(r.Read("request_state_key_file", server.request_state_key_file));
   return r.RejectUnknown();
 }
 

@@ -11,6 +11,7 @@
 #include "sandbox/config/bounds.h"
 #include "sandbox/config/config.h"
 #include "sandbox/config/limits_check.h"
+#include "sandbox/core/replica_id.h"
 
 namespace sandbox::config {
 namespace {
@@ -242,6 +243,11 @@ Status Validate(const Config& config, const HostLimits& host) {
   if (s.max_connections < 1) return Invalid("server.max_connections", "must be at least 1");
   if (s.max_connections_per_ip < 1 || s.max_connections_per_ip > s.max_connections) {
     return Invalid("server.max_connections_per_ip", "must be 1 to server.max_connections");
+  }
+  if (!s.replica.empty() && !IsReplicaName(s.replica)) {
+    return Invalid("server.replica", "expected 1-" + std::to_string(kMaxReplicaNameBytes) +
+                                         " lower-case letters or digits (e.g. \"r1\"), got \"" +
+                                         s.replica + "\"");
   }
   SANDBOX_RETURN_IF_ERROR(CheckEngines(config.docker));
   if (config.docker.call_timeout.count() <= 0) {

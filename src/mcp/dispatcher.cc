@@ -89,12 +89,13 @@ Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools,
     : Dispatcher(std::move(identity), std::move(tools), ResourceRegistry{}, std::move(logger)) {}
 
 Dispatcher::Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegistry resources,
-                       std::shared_ptr<spdlog::logger> logger, TaskStore* tasks)
+                       std::shared_ptr<spdlog::logger> logger, TaskStore* tasks,
+                       std::string request_state_key)
     : identity_(std::move(identity)),
       tools_(std::move(tools)),
       resources_(std::move(resources)),
       logger_(std::move(logger)),
-      sealer_(RandomHexId(32)),
+      sealer_(request_state_key.empty() ? RandomHexId(32) : std::move(request_state_key)),
       tasks_(tasks) {}
 
 bool Dispatcher::IsLongRunning(const json& message) {

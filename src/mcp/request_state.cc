@@ -1,8 +1,14 @@
 #include "sandbox/mcp/request_state.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <nlohmann/json.hpp>
 
 #include "sandbox/core/base64.h"
+#include "sandbox/core/error.h"
 #include "sandbox/core/sha256.h"
 
 namespace sandbox::mcp {
@@ -21,6 +27,45 @@ Error Refused() {
 }
 
 }  // namespace
+
+Result<std::string> ReadRequestStateKey(const std::string& path) {
+  auto refuse = [&](const std::string& why) {
+    return Error(ErrorCode::kInvalidArgument, "the requestState key file " + path + " " + why);
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return refuse("cannot be opened: " + ErrnoText(errno));
+  struct stat info {};
+  std::string key;
+  std::string problem;
+  if (::fstat(fd, &info) != 0) {
+    problem = "cannot be examined: " + ErrnoText(errno);
+  } else if (!S_ISREG(info.st_mode)) {
+    problem = "is not a regular file";
+  } else {
+    key.resize(kMaxRequestStateKeyBytes + 1);  // one more: a longer file is refused below
+    std::size_t got = 0;
+    while (got < key.size()) {
+      const ssize_t n = ::read(fd, key.data() + got, key.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = "cannot be read: " + ErrnoText(errno);
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    key.resize(got);
+  }
+  ::close(fd);
+  if (!problem.empty()) return refuse(problem);
+  if (key.size() < kMinRequestStateKeyBytes || key.size() > kMaxRequestStateKeyBytes) {
+    return refuse("holds " + std::to_string(key.size()) + " bytes; a key is " +
+                  std::to_string(kMinRequestStateKeyBytes) + " to " +
+                  std::to_string(kMaxRequestStateKeyBytes) +
+                  " bytes (e.g. openssl rand -hex 32 > FILE)");
+  }
+  return key;
+}
 
 RequestStateSealer::RequestStateSealer(std::string key, std::chrono::seconds ttl, Clock now)
     : key_(std::move(key)), ttl_(ttl), now_(std::move(now)) {}

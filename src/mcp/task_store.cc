@@ -6,6 +6,7 @@
 #include "sandbox/core/human_bytes.h"
 #include "sandbox/core/log_safe.h"
 #include "sandbox/core/random_id.h"
+#include "sandbox/core/replica_id.h"
 #include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::mcp {
@@ -411,7 +412,8 @@ Result<std::shared_ptr<Task>> TaskStore::Start(const std::string& principal,
       }
       EraseLocked(oldest_done->id());  // the oldest finished one makes room
     }
-    task = std::make_shared<Task>(RandomHexId(16), principal, now, options_);
+    task = std::make_shared<Task>(ReplicaId(options_.replica, RandomHexId(16)), principal, now,
+                                  options_);
     tasks_.emplace(task->id(), task);
   }
   // Inserted before the run starts: tasks/get finds it the moment the client has its id.

@@ -107,10 +107,12 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   streamable_options.sessions.max_sessions_per_principal =
       static_cast<std::size_t>(config::McpSessionsPerPrincipal(config));
   streamable_options.sessions.idle_ttl = config.server.mcp_session_idle_timeout;
+  streamable_options.sessions.replica = config.server.replica;
   transport::StreamableHttpTransport streamable(front.dispatcher, streamable_options, logger);
   streamable.Register(server, "/mcp");
   transport::LegacySseOptions legacy_options;
   legacy_options.http = mcp_http;
+  legacy_options.sessions.replica = config.server.replica;
   transport::LegacySseTransport legacy(front.dispatcher, legacy_options, logger);
   legacy.Register(server, "/sse", "/messages");
   api::ApiOptions api_options;

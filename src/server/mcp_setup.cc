@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "sandbox/mcp/request_state.h"
 #include "sandbox/mcp/run_python_tool.h"
 #include "sandbox/mcp/sandbox_info_tool.h"
 #include "sandbox/mcp/session_resources.h"
@@ -52,12 +53,22 @@ mcp::TaskOptions TaskOptionsOf(const config::Config& config) {
   options.live_output_bytes = static_cast<std::size_t>(t.live_output_bytes);
   options.max_result_bytes_per_principal = t.max_result_bytes_per_principal;
   options.max_result_bytes = t.max_result_bytes;
+  options.replica = config.server.replica;
   return options;
+}
+
+Result<std::string> LoadRequestStateKey(const config::Config& config) {
+  const std::string& path = config.server.request_state_key_file;
+  if (path.empty()) return std::string();
+  auto key = mcp::ReadRequestStateKey(path);
+  if (!key.ok()) return key.error().WithContext("server.request_state_key_file");
+  return key;
 }
 
 mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionService& service,
                                exec::SessionService* sessions, const Extensions& extensions,
                                mcp::TaskStore* tasks, ByteBudget& inflight,
+                               std::string request_state_key,
                                const std::shared_ptr<spdlog::logger>& logger) {
   mcp::RunPythonOptions run_options;
   run_options.answers = {&inflight, config.memory.inflight_wait};
@@ -94,7 +105,8 @@ mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionServ
   identity.version = SANDBOX_VERSION;
   identity.instructions = kInstructions;
   if (sessions != nullptr) identity.instructions += kSessionInstructions;
-  return mcp::Dispatcher(identity, std::move(tools), std::move(resources), logger, tasks);
+  return mcp::Dispatcher(identity, std::move(tools), std::move(resources), logger, tasks,
+                         std::move(request_state_key));
 }
 
 }  // namespace sandbox::server

@@ -71,6 +71,20 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   if (!profile.ok()) return Fail(logger, profile.error());
   auto run_filter = sandbox::policy::RunFilter::LoadFile(ResolvePolicy(config.policy.run_seccomp));
   if (!run_filter.ok()) return Fail(logger, run_filter.error());
+  // Replicas behind a balancer share the key, so a multi round-trip call may land on any of them.
+  auto request_state_key = LoadRequestStateKey(config);
+  if (!request_state_key.ok()) return Fail(logger, request_state_key.error());
+  if (!config.server.replica.empty()) {
+    logger->info("replica {}: every session and task id this server makes starts with \"{}-\"",
+                 config.server.replica, config.server.replica);
+  }
+  if (!config.server.replica.empty() && request_state_key->empty()) {
+    logger->warn(
+        "server.replica is \"{}\" but server.request_state_key_file is not set: a 2026-07-28 "
+        "multi round-trip call balanced to another replica fails there (its requestState was "
+        "sealed with this process's random key); give every replica the same key file",
+        config.server.replica);
+  }
 
   sandbox::docker::CurlGlobal curl;
   sandbox::docker::ClientOptions client_options;
@@ -157,8 +171,9 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   // Tasks of the MCP tasks extension (2026-07-28): runs that outlive their request. Shut down
   // (their runs cancelled) before the engine stops and before the dispatcher's tools go.
   mcp::TaskStore tasks(TaskOptionsOf(config), logger);
-  mcp::Dispatcher dispatcher = MakeDispatcher(config, served.runs(), served.sessions(), extensions,
-                                              &tasks, inflight, logger);
+  mcp::Dispatcher dispatcher =
+      MakeDispatcher(config, served.runs(), served.sessions(), extensions, &tasks, inflight,
+                     std::move(*request_state_key), logger);
   // Live tuning of the pools: the admin API and SIGHUP both change them through the tuner.
   admin::PoolTuner tuner(service, admin::PoolBounds{config, host}, &metrics, logger);
   const FrontEnd front{.config = config,

@@ -23,6 +23,7 @@ runner::SandboxSetup SetupFor(const config::Config& config, const config::PoolCo
   setup.container_seccomp_json = options.container_seccomp_json;
   setup.run_filter_bpf = options.run_filter_bpf;
   setup.instance_id = config.instance_id;
+  setup.replica = config.server.replica;
   setup.extra_labels = options.container_labels;
   setup.input = options.input;
   if (purpose == PoolPurpose::kSessions) {
@@ -145,7 +146,7 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::CreateFor(
   // have, so its label can carry that id's key from the start (see session_record.h).
   runner::StartExtras extras;
   if (setups.full->session && setups.full->watchdog.count() > 0) {
-    extras.session_id = NewSessionId();
+    extras.session_id = NewSessionId(setups.full->replica);
     extras.labels[std::string(kSessionKeyLabel)] = SessionKey(extras.session_id);
   }
   auto sandbox = runner::HarnessSandbox::Start(engine_, lean ? *setups.lean : *setups.full, logger_,

@@ -405,7 +405,8 @@ Status SessionManager::Attach(Session& session) {
     runner::Sandbox* sandbox = lease->get();
     if (fresh) {
       // The id its container was made for (its label holds the id's key), when it has one.
-      session.id = sandbox->session_id().empty() ? NewSessionId() : sandbox->session_id();
+      session.id = sandbox->session_id().empty() ? NewSessionId(config_.server.replica)
+                                                 : sandbox->session_id();
       session.key = SessionKey(session.id);
     }
     last = sandbox->BeginSession(session.limits, TermsOf(session));

@@ -4,6 +4,7 @@
 
 #include "sandbox/config/limits_check.h"
 #include "sandbox/core/json.h"
+#include "sandbox/core/replica_id.h"
 #include "sandbox/core/sha256.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/sandbox_spec.h"
@@ -47,19 +48,19 @@ std::optional<std::int64_t> Int(const json& j, const char* key) {
 
 }  // namespace
 
-std::string NewSessionId() {
+std::string NewSessionId(std::string_view replica) {
   // std::random_device reads /dev/urandom with libstdc++.
   std::random_device rd;
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
+  std::string random;
   for (int i = 0; i < 4; ++i) {
     auto word = rd();
     for (int j = 0; j < 8; ++j) {
-      id.push_back(kHex[word & 0xF]);
+      random.push_back(kHex[word & 0xF]);
       word >>= 4;
     }
   }
-  return id;
+  return ReplicaId(replica, random);
 }
 
 std::string SessionKey(std::string_view session_id) { return Sha256Hex(session_id); }

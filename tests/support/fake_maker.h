@@ -24,7 +24,7 @@ class FakeMaker final : public service::SandboxMaker {
 
   Result<std::unique_ptr<runner::Sandbox>> Create() override {
     std::string id;
-    if (setup_.session && setup_.watchdog.count() > 0) id = service::NewSessionId();
+    if (setup_.session && setup_.watchdog.count() > 0) id = service::NewSessionId(setup_.replica);
     return Start(std::move(id));
   }
   Result<std::unique_ptr<runner::Sandbox>> StartForSession(const std::string& session_id) override {

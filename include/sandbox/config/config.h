@@ -204,6 +204,14 @@ struct ServerConfig {
   std::chrono::seconds idle_timeout{30};    // keep-alive connection with no request: closed
   int max_connections = 2048;               // client connections at once; beyond: 503
   int max_connections_per_ip = 512;         // from one client address; beyond: 503
+  // Replicas behind a balancer (docs/multi-node.md): this replica's name, 1-8 of [a-z0-9]. Every
+  // id it mints (MCP sessions, sandbox sessions, tasks) starts with "<replica>-", which the
+  // balancer routes by (core/replica_id.h). "": ids carry no prefix (a server on its own).
+  std::string replica;
+  // A file holding the key that seals the requestState of 2026-07-28 multi round-trip calls
+  // (at least 32 bytes; its bytes are the key), the same file on every replica, so a round trip
+  // balanced to another replica opens there. "": a random key per process.
+  std::string request_state_key_file;
 
   bool operator==(const ServerConfig&) const = default;
 };

@@ -63,9 +63,11 @@ class Dispatcher {
   Dispatcher(ServerIdentity identity, ToolRegistry tools, std::shared_ptr<spdlog::logger> logger);
   // `tasks`: the store of the tasks extension (nullptr: no tasks; the extension is then not
   // announced and tasks/* are unknown methods). It must outlive the dispatcher's use, and be
-  // shut down before the tools are destroyed.
+  // shut down before the tools are destroyed. `request_state_key`: the key that seals
+  // requestState (server.request_state_key_file, shared by replicas); empty: a random one.
   Dispatcher(ServerIdentity identity, ToolRegistry tools, ResourceRegistry resources,
-             std::shared_ptr<spdlog::logger> logger, TaskStore* tasks = nullptr);
+             std::shared_ptr<spdlog::logger> logger, TaskStore* tasks = nullptr,
+             std::string request_state_key = {});
 
   // Handles one message (already parsed JSON, not an array). Returns the response of a request;
   // nullopt for notifications, client responses, and requests cancelled while they ran.

@@ -3,11 +3,13 @@
 // comes back from the client, so it is sealed with an HMAC over the state, the principal, the
 // tool and an expiry: a state that was altered, belongs to another token or tool, or is older
 // than `ttl` does not open. The key is random per process, so a restart invalidates every
-// outstanding state (the client then starts the call over).
+// outstanding state (the client then starts the call over), unless server.request_state_key_file
+// names a key file: replicas behind a balancer share it, so a round trip opens on any of them.
 // Thread-safety: const methods; safe from any thread.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -15,6 +17,16 @@
 #include "sandbox/core/result.h"
 
 namespace sandbox::mcp {
+
+// The shortest key a key file may hold: 256 bits, as much as the HMAC's output.
+inline constexpr std::size_t kMinRequestStateKeyBytes = 32;
+// A file larger than this is no key file (a wrong path, e.g. to a log).
+inline constexpr std::size_t kMaxRequestStateKeyBytes = 4096;
+
+// The key in the file at `path`: all its bytes, a trailing newline included. kInvalidArgument
+// naming the path when it cannot be read or holds fewer than kMinRequestStateKeyBytes or more
+// than kMaxRequestStateKeyBytes bytes.
+Result<std::string> ReadRequestStateKey(const std::string& path);
 
 class RequestStateSealer {
  public:

@@ -55,6 +55,8 @@ struct TaskOptions {
   std::int64_t max_result_bytes = 512LL << 20;
   // The clock for createdAt and expiry; the system clock when unset (tests pass a fake).
   std::function<std::chrono::system_clock::time_point()> now;
+  // server.replica: task ids start with "<replica>-" (core/replica_id.h); "": no prefix.
+  std::string replica;
 };
 
 enum class TaskStatus { kWorking, kInputRequired, kCompleted, kCancelled, kFailed };

@@ -38,6 +38,7 @@ struct SandboxSetup {
   std::string container_seccomp_json;  // validated profile text (policy::ContainerProfile)
   std::string run_filter_bpf;          // compiled per-run filter (policy::RunFilter), raw bytes
   std::string instance_id;
+  std::string replica;  // server.replica: the prefix of the session ids minted for its containers
   std::map<std::string, std::string> extra_labels;
   InputLimits input;
   // The run's work dir inside the sandbox (a private tmpfs per run); relative file paths of

@@ -34,8 +34,11 @@ namespace sandbox::service {
 
 inline constexpr std::string_view kSessionKeyLabel = "io.sandbox-mcp.session-key";
 
-// A new session id: 128 bits from the OS's CSPRNG, hex.
-std::string NewSessionId();
+// A new session id: 128 bits from the OS's CSPRNG, hex, after "<replica>-" when `replica`
+// (server.replica) is not empty (core/replica_id.h). The prefix is part of the id: its key, the
+// label and the record's MAC cover the whole id, so a restarted replica adopts its sessions as
+// before, and an id with another replica's prefix matches no session here.
+std::string NewSessionId(std::string_view replica);
 
 // The lookup key of a session id: lower-case hex SHA-256 (64 characters).
 std::string SessionKey(std::string_view session_id);

@@ -32,7 +32,8 @@ struct LegacySseOptions {
   SessionTableOptions sessions{.max_sessions = 1000,
                                .max_sessions_per_principal = 0,
                                .idle_ttl = std::chrono::seconds(0),
-                               .now = {}};
+                               .now = {},
+                               .replica = {}};
 };
 
 class LegacySseTransport {

@@ -1,8 +1,9 @@
 // SessionTable: the transport sessions of an HTTP MCP transport by id (Mcp-Session-Id for
 // Streamable HTTP, sessionId for legacy SSE), with what both transports keep of them: ids of 256
-// random bits, a bound on all sessions and one on each principal's, idle expiry, and a lookup
-// that answers a session of another principal exactly as an unknown id (so an id is of no use
-// with another token and its existence is not revealed).
+// random bits (after the replica's prefix when server.replica names one), a bound on all
+// sessions and one on each principal's, idle expiry, and a lookup that answers a session of
+// another principal exactly as an unknown id (so an id is of no use with another token and its
+// existence is not revealed).
 //
 // The table never ends a session: Remove and TakeAll hand sessions out for the caller to End. A
 // session it drops on its own (expired, or evicted for its principal's bound) has no call in
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "sandbox/core/random_id.h"
+#include "sandbox/core/replica_id.h"
 #include "sandbox/mcp/session.h"
 
 namespace sandbox::transport {
@@ -38,6 +40,8 @@ struct SessionTableOptions {
   std::chrono::seconds idle_ttl{3600};
   // The clock for idle expiry and eviction order; steady_clock::now when unset (tests pass a fake).
   std::function<std::chrono::steady_clock::time_point()> now;
+  // server.replica: ids start with "<replica>-" (core/replica_id.h); "": no prefix.
+  std::string replica;
 };
 
 // Why Open gave no session.
@@ -125,8 +129,8 @@ class SessionTable {
       opened.refusal = SessionRefusal::kFull;
       return opened;
     }
-    opened.session =
-        std::make_shared<S>(RandomHexId(32), std::move(principal), std::forward<Args>(args)...);
+    opened.session = std::make_shared<S>(ReplicaId(options_.replica, RandomHexId(32)),
+                                         std::move(principal), std::forward<Args>(args)...);
     opened.session->last_used_ = now;
     sessions_.emplace(opened.session->id, opened.session);
     return opened;

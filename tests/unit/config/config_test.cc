@@ -289,6 +289,28 @@ TEST(ConfigTest, ConnectionGuardLimitsAreReadWithDocumentedDefaultsAndBounded) {
   }
 }
 
+// Replicas behind a balancer: a name their ids start with, and a shared requestState key file
+// (its contents are checked when the server starts, not here).
+TEST(ConfigTest, ReplicaNameAndRequestStateKeyFileAreReadAndTheNameChecked) {
+  const Config defaults;
+  EXPECT_EQ(defaults.server.replica, "");
+  EXPECT_EQ(defaults.server.request_state_key_file, "");
+  auto cfg = ApplyJson(Config{}, json::parse(R"({"server": {"replica": "r1",
+      "request_state_key_file": "/etc/sandbox-mcp/request-state.key"}})"));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->server.replica, "r1");
+  EXPECT_EQ(cfg->server.request_state_key_file, "/etc/sandbox-mcp/request-state.key");
+  EXPECT_TRUE(Validate(*cfg).ok());
+  for (const char* bad : {"R1", "r-1", "node00420", "r 1", "r/1"}) {
+    Config c;
+    c.server.replica = bad;
+    auto s = Validate(c);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_THAT(s.error().message(), ::testing::HasSubstr("server.replica"));
+    EXPECT_THAT(s.error().message(), ::testing::HasSubstr(bad));
+  }
+}
+
 TEST(ConfigTest, LogFormatTextByDefaultJsonOnRequest) {
   auto plain = Parse({});
   ASSERT_TRUE(plain.ok());

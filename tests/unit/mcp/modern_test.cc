@@ -3,6 +3,9 @@
 // read from the request itself. (How stdio tells the eras apart: tests/unit/transport.)
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "conformance/conformance_tools.h"
@@ -19,13 +22,15 @@ using sandbox::testing::FakeService;
 using testing::ModernRequest;
 using testing::RecordingOutbound;
 
-Dispatcher MakeFixtureDispatcher() {
+// `request_state_key`: as server.request_state_key_file gives it ("": random per dispatcher).
+Dispatcher MakeFixtureDispatcher(std::string request_state_key = {}) {
   ToolRegistry tools;
   for (auto& tool : testing::MakeConformanceTools()) tools.Add(std::move(tool));
   ResourceRegistry resources;
   resources.Add(testing::MakeConformanceResources());
   return Dispatcher(ServerIdentity{"sandbox-mcp", "Python sandbox", "1.2.3", ""}, std::move(tools),
-                    std::move(resources), testing::NullLogger());
+                    std::move(resources), testing::NullLogger(), nullptr,
+                    std::move(request_state_key));
 }
 
 class ModernDispatcherTest : public ::testing::Test {
@@ -273,6 +278,69 @@ TEST_F(ModernDispatcherTest, InputRequiredRoundTripWithASealedState) {
                                              testing::ModernMeta(caps)),
                                out_);
   EXPECT_EQ((*foreign)["error"]["code"], rpc_code::kInvalidParams);
+}
+
+// Replicas behind a balancer: the second round of a call may reach another replica. With the
+// same key file it opens there; with each process's random key it does not.
+TEST(RequestStateAcrossReplicasTest, ARoundTripOpensOnAnotherReplicaWithTheSameKeyOnly) {
+  const std::string key(32, 'k');
+  Dispatcher r1 = MakeFixtureDispatcher(key);
+  Dispatcher r2 = MakeFixtureDispatcher(key);
+  Dispatcher lone = MakeFixtureDispatcher();
+  Session calls("alice");
+  RecordingOutbound out;
+  const json caps = {{"elicitation", json::object()}};
+  const char* tool = "test_input_required_result_request_state";
+  auto first = r1.HandleModern(
+      calls, ModernRequest(1, "tools/call", {{"name", tool}}, testing::ModernMeta(caps)), out);
+  ASSERT_TRUE(first.has_value());
+  const json state = (*first)["result"]["requestState"];
+  ASSERT_TRUE(state.is_string()) << first->dump();
+  const json second = ModernRequest(
+      2, "tools/call",
+      {{"name", tool},
+       {"inputResponses", {{"confirm", {{"action", "accept"}, {"content", {{"ok", true}}}}}}},
+       {"requestState", state}},
+      testing::ModernMeta(caps));
+  auto on_r2 = r2.HandleModern(calls, second, out);
+  ASSERT_TRUE(on_r2.has_value());
+  EXPECT_EQ((*on_r2)["result"]["resultType"], "complete") << on_r2->dump();
+  auto on_lone = lone.HandleModern(calls, second, out);
+  ASSERT_TRUE(on_lone.has_value());
+  EXPECT_EQ((*on_lone)["error"]["code"], rpc_code::kInvalidParams) << on_lone->dump();
+}
+
+// server.request_state_key_file, read at start-up: the file's bytes, or a refusal naming it.
+TEST(RequestStateKeyFileTest, AKeyFileIsReadWholeAndAMissingShortOrOddOneRefused) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/request-state-good.key";
+  std::ofstream(good) << std::string(64, 'a') << "\n";
+  auto key = ReadRequestStateKey(good);
+  ASSERT_TRUE(key.ok()) << key.error().ToString();
+  EXPECT_EQ(*key, std::string(64, 'a') + "\n");
+
+  const std::string missing = dir + "/request-state-missing.key";
+  auto absent = ReadRequestStateKey(missing);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.error().message().find(missing), std::string::npos);
+  EXPECT_NE(absent.error().message().find("cannot be opened"), std::string::npos);
+
+  const std::string short_key = dir + "/request-state-short.key";
+  std::ofstream(short_key) << std::string(31, 'a');
+  auto too_short = ReadRequestStateKey(short_key);
+  ASSERT_FALSE(too_short.ok());
+  EXPECT_NE(too_short.error().message().find("holds 31 bytes"), std::string::npos)
+      << too_short.error().message();
+
+  const std::string long_key = dir + "/request-state-long.key";
+  std::ofstream(long_key) << std::string(kMaxRequestStateKeyBytes + 1, 'a');
+  EXPECT_FALSE(ReadRequestStateKey(long_key).ok());
+
+  auto directory = ReadRequestStateKey(dir);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.error().message().find("not a regular file"), std::string::npos)
+      << directory.error().message();
+  for (const auto& path : {good, short_key, long_key}) std::remove(path.c_str());
 }
 
 TEST_F(ModernDispatcherTest, InputRequestsOnlyForDeclaredCapabilities) {

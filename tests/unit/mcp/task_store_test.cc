@@ -67,6 +67,23 @@ TEST_F(TaskStoreTest, ATaskIsFoundBeforeStartReturnsAndOnlyByItsOwner) {
   EXPECT_FALSE(detailed.contains("requestState"));
 }
 
+// Behind a balancer (server.replica), a task's id names its replica; a task id of another
+// replica is unknown here, as any unknown id.
+TEST_F(TaskStoreTest, AReplicasTaskIdsStartWithItsName) {
+  TaskOptions options = Options();
+  options.replica = "r2";
+  TaskStore store(options, NullLogger());
+  auto task = store.Start("alice", [](Task& t) { t.Finish(json::object()); });
+  ASSERT_TRUE(task.ok());
+  const std::string& id = (*task)->id();
+  ASSERT_EQ(id.rfind("r2-", 0), 0u) << id;
+  EXPECT_EQ(id.size(), 3u + 32u);  // the prefix, then 128 random bits in hex
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 3), std::string::npos) << id;
+  EXPECT_NE(store.Find("alice", id), nullptr);
+  EXPECT_EQ(store.Find("alice", "r1-" + id.substr(3)), nullptr);
+  ASSERT_TRUE(Eventually([&] { return (*task)->terminal(); }));
+}
+
 TEST_F(TaskStoreTest, LimitsPerPrincipalAndEvictionOfTheOldestFinished) {
   TaskStore store(Options(), NullLogger());
   exec::CancelToken release;

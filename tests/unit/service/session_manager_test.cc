@@ -404,6 +404,16 @@ TEST_F(SessionManagerTest, ShutdownLeavingSessionsLetsTheirSandboxesRunOn) {
   EXPECT_EQ(manager_->stats().active, 0);
 }
 
+TEST_F(SessionManagerTest, AReplicasSessionIdsStartWithItsName) {
+  config::Config config = TestConfig();
+  config.server.replica = "r7";
+  Start(config);
+  const auto info = Create();
+  ASSERT_EQ(info.id.rfind("r7-", 0), 0u) << info.id;
+  EXPECT_EQ(info.id.size(), 3u + 32u);  // the prefix, then 128 random bits in hex
+  EXPECT_TRUE(Run(info.id, "print(1)").ok());
+}
+
 TEST_F(SessionManagerTest, WithoutARestartGraceShutdownEndsEverySession) {
   Start();
   Create();
@@ -417,10 +427,14 @@ class AdoptTest : public SessionManagerTest {
     config_ = TestConfig();
     config_.sessions.restart_grace = 60s;
     config_.instance_id = "adopt-test";
+    config_.server.replica = Replica();
     resolver_ = std::make_unique<RequestResolver>(config_, runner::InputLimits{});
     manager_ = SessionManager::Create(config_, *resolver_, testing::FakeMakers(world_),
                                       ServiceOptions{}, nullptr);
   }
+
+  // server.replica of the server under test.
+  virtual std::string Replica() const { return ""; }
 
   // A session container of this instance holding the session `id` of alice.
   engine::Listed Left(const std::string& id, const std::string& pool = "default") {
@@ -453,7 +467,7 @@ class AdoptTest : public SessionManagerTest {
 };
 
 TEST_F(AdoptTest, AValidLeftSessionIsServedOnceItsOwnerPresentsTheId) {
-  const std::string id = NewSessionId();
+  const std::string id = NewSessionId("");
   LeaveRecordOf(id);
   EXPECT_EQ(manager_->Adopt({Left(id)}), 1);
   manager_->Start();
@@ -468,14 +482,40 @@ TEST_F(AdoptTest, AValidLeftSessionIsServedOnceItsOwnerPresentsTheId) {
 }
 
 TEST_F(AdoptTest, ARecordOfAnotherIdIsNotAdopted) {
-  const std::string id = NewSessionId();
-  LeaveRecordOf(NewSessionId());  // the record's key does not match the label
+  const std::string id = NewSessionId("");
+  LeaveRecordOf(NewSessionId(""));  // the record's key does not match the label
   EXPECT_EQ(manager_->Adopt({Left(id)}), 0);
   EXPECT_EQ(world_.live(), 0);  // removed
 }
 
+// A replica behind a balancer (server.replica "r1"), restarted: its ids carry its prefix, which
+// the key, the label and the record's MAC all cover, so it adopts its sessions as before; the
+// same random part under another replica's prefix is another id, unknown here.
+class ReplicaAdoptTest : public AdoptTest {
+ protected:
+  std::string Replica() const override { return "r1"; }
+};
+
+TEST_F(ReplicaAdoptTest, ARestartedReplicaAdoptsItsSessionsAndAnotherReplicasIdIsUnknown) {
+  const std::string id = NewSessionId("r1");
+  ASSERT_EQ(id.rfind("r1-", 0), 0u) << id;
+  LeaveRecordOf(id);
+  EXPECT_EQ(manager_->Adopt({Left(id)}), 1);
+  manager_->Start();
+  const std::string foreign = "r2-" + id.substr(3);
+  auto refused = Run(foreign, "print(1)");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kNotFound);
+  auto run = Run(id, "print(1)");
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  EXPECT_EQ(run->verdict, exec::Verdict::kOk);
+  // A new session of this replica: made for an id with its prefix (the warm container's label).
+  auto created = Create();
+  EXPECT_EQ(created.id.rfind("r1-", 0), 0u) << created.id;
+}
+
 TEST_F(AdoptTest, AnUnconfiguredPoolsContainerIsRemovedWithoutAttaching) {
-  EXPECT_EQ(manager_->Adopt({Left(NewSessionId(), "gone")}), 0);
+  EXPECT_EQ(manager_->Adopt({Left(NewSessionId(""), "gone")}), 0);
   EXPECT_EQ(world_.started(), 0);
 }
 

@@ -113,6 +113,23 @@ TEST(SessionRecordTest, TheMacBindsTheRecordToTheId) {
   EXPECT_FALSE(RecordMatchesId(json::object(), kId));
 }
 
+// server.replica: the prefix is part of the id, so the key and the MAC cover it; the same random
+// part with another replica's prefix (or none) does not match.
+TEST(SessionRecordTest, AReplicasIdsCarryItsPrefixAndTheRecordCoversIt) {
+  const std::string id = NewSessionId("r1");
+  ASSERT_EQ(id.rfind("r1-", 0), 0u) << id;
+  EXPECT_EQ(id.size(), 3u + 32u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 3), std::string::npos) << id;
+  EXPECT_EQ(NewSessionId("").size(), 32u);
+  EXPECT_NE(NewSessionId("r1"), id);
+  SessionRecord record = Record();
+  record.key = SessionKey(id);
+  const json encoded = EncodeRecord(record, id);
+  EXPECT_TRUE(RecordMatchesId(encoded, id));
+  EXPECT_FALSE(RecordMatchesId(encoded, "r2-" + id.substr(3)));
+  EXPECT_FALSE(RecordMatchesId(encoded, id.substr(3)));
+}
+
 TEST(SessionRecordTest, AdoptsWithinTheGrace) {
   auto d = DecideAdoption(Left(), Context());
   EXPECT_TRUE(d.adopt) << d.reason;

@@ -54,6 +54,21 @@ TEST_F(SessionTableTest, IdsAreUnguessableAndUselessWithAnotherPrincipal) {
   EXPECT_EQ(table.size(), 2u);
 }
 
+// Behind a balancer (server.replica), each id names its replica before the random part; an id
+// of another replica is unknown here.
+TEST_F(SessionTableTest, AReplicasIdsStartWithItsName) {
+  SessionTableOptions options = Options(10, 0);
+  options.replica = "r1";
+  Table table(options);
+  auto alice = OpenOk(table, "alice");
+  ASSERT_EQ(alice->id.rfind("r1-", 0), 0u) << alice->id;
+  EXPECT_EQ(alice->id.size(), 3u + 64u);
+  EXPECT_EQ(alice->id.find_first_not_of("0123456789abcdef", 3), std::string::npos);
+  EXPECT_EQ(table.Find(alice->id, "alice"), alice);
+  EXPECT_EQ(table.Find("r2-" + alice->id.substr(3), "alice"), nullptr);
+  EXPECT_EQ(table.Find(alice->id.substr(3), "alice"), nullptr);
+}
+
 TEST_F(SessionTableTest, AtItsShareAPrincipalLosesItsLeastRecentlyUsedIdleSession) {
   Table table(Options(10, 2));
   auto bob = OpenOk(table, "bob");
