@@ -159,8 +159,9 @@ int Run(const Invocation& invocation) {
 }  // namespace sandbox::server
 
 int main(int argc, char** argv) {
-  // Few arenas: freed result buffers are reused across threads and trimmed (MemoryTrimmer).
-  sandbox::MemoryTrimmer::LimitArenas(4);
+  // Few arenas and a fixed mmap threshold: large answers go back to the kernel when freed, and
+  // the rest is trimmed (MemoryTrimmer), so RSS at rest stays flat (docs/memory-budget.md).
+  sandbox::MemoryTrimmer::ConfigureAllocator(sandbox::AllocatorOptions{});
   sandbox::server::Invocation invocation;
   if (auto done = sandbox::server::ParseInvocation(argc, argv, invocation)) return *done;
   return sandbox::server::Run(invocation);

@@ -315,19 +315,29 @@ function healthz(baseUrl) {
   });
 }
 
-// The bytes of finished task results the server keeps (its /metrics), in KiB; null when absent.
-function keptResultKib(baseUrl) {
+// From the server's /metrics, in KiB (null when absent): the bytes of finished task results it
+// keeps, and its allocator's figures (sandbox_heap_bytes: in use, freed but kept, arenas).
+function restMetrics(baseUrl) {
   return new Promise((resolve) => {
+    const none = { kept_kib: null, heap_in_use_kib: null, heap_free_kib: null, heap_arena_kib: null };
     const req = http.get(`${baseUrl}/metrics`, { agent: false, timeout: 5000 }, (res) => {
       let body = '';
       res.on('data', (c) => (body += c));
       res.on('end', () => {
-        const m = /^sandbox_task_result_bytes(?:\{\})? ([0-9.e+]+)$/m.exec(body);
-        resolve(m ? Math.round(Number(m[1]) / 1024) : null);
+        const kib = (re) => {
+          const m = re.exec(body);
+          return m ? Math.round(Number(m[1]) / 1024) : null;
+        };
+        resolve({
+          kept_kib: kib(/^sandbox_task_result_bytes(?:\{\})? ([0-9.e+]+)$/m),
+          heap_in_use_kib: kib(/^sandbox_heap_bytes\{state="in_use"\} ([0-9.e+]+)$/m),
+          heap_free_kib: kib(/^sandbox_heap_bytes\{state="free"\} ([0-9.e+]+)$/m),
+          heap_arena_kib: kib(/^sandbox_heap_bytes\{state="arena"\} ([0-9.e+]+)$/m),
+        });
       });
     });
     req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
+    req.on('error', () => resolve(none));
   });
 }
 
@@ -478,7 +488,7 @@ async function runPhase(mode, logDir, stamp) {
       return null;
     });
     marks.baseline = sample('baseline');
-    marks.baseline.kept_kib = await keptResultKib(server.baseUrl);
+    Object.assign(marks.baseline, await restMetrics(server.baseUrl));
     log(`baseline ${JSON.stringify(marks.baseline)}`);
     stopAt = Date.now() + PHASE_MS - WARMUP_MS;
     release();
@@ -489,7 +499,7 @@ async function runPhase(mode, logDir, stamp) {
       return null;
     });
     marks.end = sample('end');
-    marks.end.kept_kib = await keptResultKib(server.baseUrl);
+    Object.assign(marks.end, await restMetrics(server.baseUrl));
     log(`end ${JSON.stringify(marks.end)}`);
   } finally {
     clearInterval(sampler);
