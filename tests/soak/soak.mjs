@@ -596,7 +596,12 @@ function report(summaries, phases, meta) {
       rows.push([name, w.runs, w.expected, Object.entries(w.verdicts).map(([v, c]) => `${v}=${c}`).join(','), w.p50_ms, w.p90_ms, w.p99_ms, w.max_ms]);
     }
     lines.push(table(rows), '');
-    lines.push(`RSS is compared without the kept task results: baseline ${phases[i].marks.baseline?.kept_kib} KiB, end ${phases[i].marks.end?.kept_kib} KiB`, '');
+    const mk = phases[i].marks;
+    lines.push(`RSS is compared without the kept task results: baseline ${mk.baseline?.kept_kib} KiB, end ${mk.end?.kept_kib} KiB`, '');
+    // Not checked: says whether RSS growth is memory the server holds (in use) or memory freed
+    // and kept by the allocator (free); docs/memory-budget.md, "The process at rest".
+    lines.push(`allocator at rest (sandbox_heap_bytes, KiB): in use ${mk.baseline?.heap_in_use_kib} -> ${mk.end?.heap_in_use_kib} ` +
+      `(the kept results included), free ${mk.baseline?.heap_free_kib} -> ${mk.end?.heap_free_kib}, arenas ${mk.baseline?.heap_arena_kib} -> ${mk.end?.heap_arena_kib}`, '');
     const res = [['server', 'start', 'baseline', 'end', 'max', 'growth']];
     for (const [key, r] of Object.entries(s.resources)) {
       res.push([key, r.start, r.baseline, r.end, r.max, r.growth === null ? '-' : `${(r.growth * 100).toFixed(1)} %`]);
