@@ -18,9 +18,12 @@ MemoryTrimmer::~MemoryTrimmer() {
 
 bool MemoryTrimmer::TrimNow() { return malloc_trim(0) != 0; }
 
-void MemoryTrimmer::LimitArenas(int arenas) {
-  // main calls this once, before any thread starts.
-  mallopt(M_ARENA_MAX, arenas);  // NOLINT(concurrency-mt-unsafe)
+void MemoryTrimmer::ConfigureAllocator(const AllocatorOptions& options) {
+  // main calls this once, before any thread starts. Setting the mmap threshold also turns off
+  // glibc's dynamic thresholds, so the trim threshold stays at its default (128 KiB) too.
+  mallopt(M_ARENA_MAX, options.max_arenas);  // NOLINT(concurrency-mt-unsafe)
+  mallopt(M_MMAP_THRESHOLD,                  // NOLINT(concurrency-mt-unsafe)
+          static_cast<int>(options.mmap_threshold_bytes));
 }
 
 void MemoryTrimmer::Loop() {

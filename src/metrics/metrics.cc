@@ -407,6 +407,16 @@ std::string Metrics::Render(const Snapshot& now) const {
     gauge("process_start_time_seconds", "Start time since the Unix epoch",
           process->start_time_seconds);
   }
+  if (auto heap = ReadHeapStats()) {
+    families.push_back(Polled("sandbox_heap_bytes",
+                              "The C allocator's memory: in_use (allocated), free (freed but "
+                              "kept for reuse), arena (taken from the kernel for its arenas)",
+                              MetricType::Gauge)
+                           .Add({{"state", "in_use"}}, static_cast<double>(heap->in_use_bytes))
+                           .Add({{"state", "free"}}, static_cast<double>(heap->free_bytes))
+                           .Add({{"state", "arena"}}, static_cast<double>(heap->arena_bytes))
+                           .Take());
+  }
 
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);

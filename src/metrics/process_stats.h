@@ -22,6 +22,18 @@ struct ProcessStats {
 // nullopt when /proc is unreadable.
 std::optional<ProcessStats> ReadProcessStats();
 
+// What the C library's allocator holds (glibc's mallinfo2): tells a leak (in_use grows) from
+// memory freed but kept by the allocator (free grows, RSS with it) when RSS does not come back.
+struct HeapStats {
+  std::int64_t in_use_bytes = 0;   // allocated and not freed: arena chunks and mmapped chunks
+  std::int64_t free_bytes = 0;     // freed, kept in the arenas for reuse (resident or not)
+  std::int64_t arena_bytes = 0;    // the arenas' memory from the kernel (sbrk heap + mmapped heaps)
+  std::int64_t mmapped_bytes = 0;  // chunks of their own mapping (large ones), part of in_use
+};
+
+// nullopt without glibc, or under a sanitizer (its allocator is not glibc's).
+std::optional<HeapStats> ReadHeapStats();
+
 // The parsers behind it, for tests: the fields of /proc/<pid>/stat after the command name,
 // and the btime line of /proc/stat.
 struct StatFields {

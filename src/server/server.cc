@@ -199,8 +199,9 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
 }  // namespace
 
 int RunServer(int argc, char** argv, const Extensions& extensions) {
-  // Few arenas: freed result buffers are reused across threads and trimmed (MemoryTrimmer).
-  MemoryTrimmer::LimitArenas(4);
+  // Few arenas and a fixed mmap threshold: large answers go back to the kernel when freed, and
+  // the rest is trimmed (MemoryTrimmer), so RSS at rest stays flat (docs/memory-budget.md).
+  MemoryTrimmer::ConfigureAllocator(AllocatorOptions{});
   Invocation invocation;
   if (auto done = ParseInvocation(argc, argv, invocation)) return *done;
   return Run(invocation, extensions);

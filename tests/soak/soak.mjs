@@ -315,19 +315,29 @@ function healthz(baseUrl) {
   });
 }
 
-// The bytes of finished task results the server keeps (its /metrics), in KiB; null when absent.
-function keptResultKib(baseUrl) {
+// From the server's /metrics, in KiB (null when absent): the bytes of finished task results it
+// keeps, and its allocator's figures (sandbox_heap_bytes: in use, freed but kept, arenas).
+function restMetrics(baseUrl) {
   return new Promise((resolve) => {
+    const none = { kept_kib: null, heap_in_use_kib: null, heap_free_kib: null, heap_arena_kib: null };
     const req = http.get(`${baseUrl}/metrics`, { agent: false, timeout: 5000 }, (res) => {
       let body = '';
       res.on('data', (c) => (body += c));
       res.on('end', () => {
-        const m = /^sandbox_task_result_bytes(?:\{\})? ([0-9.e+]+)$/m.exec(body);
-        resolve(m ? Math.round(Number(m[1]) / 1024) : null);
+        const kib = (re) => {
+          const m = re.exec(body);
+          return m ? Math.round(Number(m[1]) / 1024) : null;
+        };
+        resolve({
+          kept_kib: kib(/^sandbox_task_result_bytes(?:\{\})? ([0-9.e+]+)$/m),
+          heap_in_use_kib: kib(/^sandbox_heap_bytes\{state="in_use"\} ([0-9.e+]+)$/m),
+          heap_free_kib: kib(/^sandbox_heap_bytes\{state="free"\} ([0-9.e+]+)$/m),
+          heap_arena_kib: kib(/^sandbox_heap_bytes\{state="arena"\} ([0-9.e+]+)$/m),
+        });
       });
     });
     req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
+    req.on('error', () => resolve(none));
   });
 }
 
@@ -478,7 +488,7 @@ async function runPhase(mode, logDir, stamp) {
       return null;
     });
     marks.baseline = sample('baseline');
-    marks.baseline.kept_kib = await keptResultKib(server.baseUrl);
+    Object.assign(marks.baseline, await restMetrics(server.baseUrl));
     log(`baseline ${JSON.stringify(marks.baseline)}`);
     stopAt = Date.now() + PHASE_MS - WARMUP_MS;
     release();
@@ -489,7 +499,7 @@ async function runPhase(mode, logDir, stamp) {
       return null;
     });
     marks.end = sample('end');
-    marks.end.kept_kib = await keptResultKib(server.baseUrl);
+    Object.assign(marks.end, await restMetrics(server.baseUrl));
     log(`end ${JSON.stringify(marks.end)}`);
   } finally {
     clearInterval(sampler);
@@ -586,7 +596,12 @@ function report(summaries, phases, meta) {
       rows.push([name, w.runs, w.expected, Object.entries(w.verdicts).map(([v, c]) => `${v}=${c}`).join(','), w.p50_ms, w.p90_ms, w.p99_ms, w.max_ms]);
     }
     lines.push(table(rows), '');
-    lines.push(`RSS is compared without the kept task results: baseline ${phases[i].marks.baseline?.kept_kib} KiB, end ${phases[i].marks.end?.kept_kib} KiB`, '');
+    const mk = phases[i].marks;
+    lines.push(`RSS is compared without the kept task results: baseline ${mk.baseline?.kept_kib} KiB, end ${mk.end?.kept_kib} KiB`, '');
+    // Not checked: says whether RSS growth is memory the server holds (in use) or memory freed
+    // and kept by the allocator (free); docs/memory-budget.md, "The process at rest".
+    lines.push(`allocator at rest (sandbox_heap_bytes, KiB): in use ${mk.baseline?.heap_in_use_kib} -> ${mk.end?.heap_in_use_kib} ` +
+      `(the kept results included), free ${mk.baseline?.heap_free_kib} -> ${mk.end?.heap_free_kib}, arenas ${mk.baseline?.heap_arena_kib} -> ${mk.end?.heap_arena_kib}`, '');
     const res = [['server', 'start', 'baseline', 'end', 'max', 'growth']];
     for (const [key, r] of Object.entries(s.resources)) {
       res.push([key, r.start, r.baseline, r.end, r.max, r.growth === null ? '-' : `${(r.growth * 100).toFixed(1)} %`]);
