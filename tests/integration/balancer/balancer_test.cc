@@ -434,7 +434,7 @@ class BalancerTest : public ::testing::Test {
     balancer_.reset();
     replicas_.clear();
     for (const auto& [name, instance] : instances_) {
-      (void)service::RemoveLeftovers(Engine::Get().client(), instance, nullptr);
+      (void)service::RemoveLeftovers(Engine::Get().engine(), instance, nullptr);
       docker::ListOptions all;
       all.all = true;
       all.filters = {{"label", {std::string(runner::kInstanceLabel) + "=" + instance}}};
