@@ -135,7 +135,6 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
                                  logger);
 
   ProbeSources probes;
-  probes.engine = sources.engine;
   probes.service = sources.service;
   probes.sessions = sources.session_manager;
   probes.streamable = &streamable;
