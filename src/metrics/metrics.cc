@@ -231,8 +231,7 @@ void Metrics::RecordEngineCall(std::string_view engine, std::string_view operati
                                std::chrono::microseconds took) {
   const std::string e(engine);
   const std::string op(operation);
-  impl_->engine_calls
-      .Add({{"engine", e}, {"operation", op}, {"status", std::to_string(status)}})
+  impl_->engine_calls.Add({{"engine", e}, {"operation", op}, {"status", std::to_string(status)}})
       .Increment();
   impl_->engine_seconds.Add({{"engine", e}, {"operation", op}}, EngineBuckets())
       .Observe(Seconds(took));

@@ -35,8 +35,7 @@ Result<std::unique_ptr<ConnectedEngines>> ConnectedEngines::Connect(
     std::vector<std::jthread> connecting;
     for (std::size_t i = 0; i < configured.size(); ++i) {
       connecting.emplace_back([&, i] {
-        clients[i] =
-            docker::Client::Connect(curl, ClientOptionsOf(config, configured[i], metrics));
+        clients[i] = docker::Client::Connect(curl, ClientOptionsOf(config, configured[i], metrics));
       });
     }
   }

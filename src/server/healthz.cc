@@ -24,10 +24,10 @@ void Healthz(const ProbeSources& sources, httplib::Response& res) {
     }
   }
   json body = {{"status", silent == nullptr ? "ok" : "degraded"},
-               {"engine", silent == nullptr ? std::string("reachable")
-                                            : (pings.size() > 1 ? silent->engine->name() + ": "
-                                                                : std::string()) +
-                                                  silent->status.error().message()}};
+               {"engine", silent == nullptr
+                              ? std::string("reachable")
+                              : (pings.size() > 1 ? silent->engine->name() + ": " : std::string()) +
+                                    silent->status.error().message()}};
   if (pings.size() > 1) body["engines"] = EnginesJson(pings);
   json pools = json::array();
   for (const auto& [name, stats] : sources.service->PoolStats()) {

@@ -40,8 +40,8 @@ std::vector<EnginePing> PingEngines(const ProbeSources& sources) {
   std::vector<std::future<Status>> answers;
   answers.reserve(engines.size());
   for (const auto* engine : engines) {
-    answers.push_back(std::async(std::launch::async,
-                                 [engine, deadline] { return engine->Ping(deadline); }));
+    answers.push_back(
+        std::async(std::launch::async, [engine, deadline] { return engine->Ping(deadline); }));
   }
   for (std::size_t i = 0; i < engines.size(); ++i) pings.push_back({engines[i], answers[i].get()});
   return pings;

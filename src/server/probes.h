@@ -5,8 +5,8 @@
 #include <httplib.h>
 
 #include <atomic>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +25,7 @@ namespace sandbox::server {
 
 // What the probes read; everything must outlive the HTTP server.
 struct ProbeSources {
-  const service::SandboxService* service = nullptr;  // also the engines (its engines())
+  const service::SandboxService* service = nullptr;   // also the engines (its engines())
   const service::SessionManager* sessions = nullptr;  // null while sessions are off
   const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;

@@ -134,8 +134,8 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   };
   // The run service, the session manager (null while sessions.enabled is false: no session
   // tool, resource or route is offered) and the adoption of an earlier server's sessions.
-  auto engine = sandbox::service::Engine::Start(config, engine_list, service_options,
-                                                left_sessions, logger);
+  auto engine =
+      sandbox::service::Engine::Start(config, engine_list, service_options, left_sessions, logger);
   if (!engine.ok()) return Fail(logger, engine.error());
   sandbox::service::SandboxService& service = (*engine)->service();
   sandbox::service::SessionManager* session_manager = (*engine)->sessions();
@@ -174,11 +174,10 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
                        .load_config = [&invocation] { return invocation.Reload(); },
                        .signals = signals,
                        .logger = logger};
-  const int code =
-      config.server.stdio
-          ? ServeStdio(front)
-          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &service,
-                                         session_manager, &tasks});
+  const int code = config.server.stdio
+                       ? ServeStdio(front)
+                       : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &service,
+                                                      session_manager, &tasks});
   tasks.Shutdown();
   if (code != 0) return code;
   shutdown_engine();

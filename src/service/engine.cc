@@ -15,9 +15,8 @@ Result<std::unique_ptr<Engine>> Engine::Start(const config::Config& config,
   engine->service_ = std::move(*service);
   engine->service_->Start();
   if (config.sessions.enabled) {
-    engine->sessions_ =
-        SessionManager::Create(config, engine->service_->resolver(),
-                               engine->service_->makers(), options, logger);
+    engine->sessions_ = SessionManager::Create(config, engine->service_->resolver(),
+                                               engine->service_->makers(), options, logger);
     engine->sessions_->Adopt(left_sessions);
     engine->sessions_->Start();
   }

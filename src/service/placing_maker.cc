@@ -38,8 +38,7 @@ class PlacedSandbox final : public runner::Sandbox {
   const std::string& container_id() const override { return inner_->container_id(); }
   const std::string& engine() const override { return inner_->engine(); }
   const std::string& session_id() const override { return inner_->session_id(); }
-  Status BeginSession(const runner::RunLimits& limits,
-                      const runner::SessionTerms& terms) override {
+  Status BeginSession(const runner::RunLimits& limits, const runner::SessionTerms& terms) override {
     return inner_->BeginSession(limits, terms);
   }
   Result<runner::ResumeInfo> Resume() override { return inner_->Resume(); }
@@ -140,9 +139,9 @@ PlacingMaker::Made PlacingMaker::Start(const std::function<Made(SandboxMaker&)>&
     slot.retry_at = Now() + pause;
     slot.last_error = error.message();
     if (logger_) {
-      logger_->warn("pool '{}': a start on engine {} failed ({} in a row; passed over for {} ms): {}",
-                    options_.pool, slot.engine->name(), slot.failures_in_row, pause.count(),
-                    error.message());
+      logger_->warn(
+          "pool '{}': a start on engine {} failed ({} in a row; passed over for {} ms): {}",
+          options_.pool, slot.engine->name(), slot.failures_in_row, pause.count(), error.message());
     }
     last = error.WithContext("engine " + slot.engine->name());
   }

@@ -289,12 +289,12 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     std::vector<std::string> refusals;
     for (const auto& name : config::PoolEngineNames(pc, config.docker)) {
       const engine::ContainerEngine* engine = engine::FindEngine(engines, name);
-      Status usable = engine == nullptr
-                          ? Status(Error(ErrorCode::kUnavailable,
-                                         "it was not reachable when the server started (restart "
-                                         "the server once it answers)"))
-                          : CheckPoolImage(pc, engine->CheckImage(pc.image,
-                                                                  engine->DefaultDeadline()));
+      Status usable =
+          engine == nullptr
+              ? Status(Error(ErrorCode::kUnavailable,
+                             "it was not reachable when the server started (restart "
+                             "the server once it answers)"))
+              : CheckPoolImage(pc, engine->CheckImage(pc.image, engine->DefaultDeadline()));
       // One engine: its image is a start-up requirement, as it always was.
       if (!usable.ok() && engines.size() == 1) return usable.error();
       if (usable.ok()) {
@@ -369,7 +369,8 @@ Error SandboxService::WithEngineState(const PoolEntry& entry, const Error& error
     silent += (silent.empty() ? "" : "; ") + EngineWords(*engine) + " does not answer (" +
               ping.error().message() + ")";
   }
-  return Error(ErrorCode::kUnavailable, silent + ", so no sandbox could be had: " + error.message());
+  return Error(ErrorCode::kUnavailable,
+               silent + ", so no sandbox could be had: " + error.message());
 }
 
 Result<SandboxLease> SandboxService::AcquireFor(const PoolEntry& entry,

@@ -6,8 +6,8 @@
 #pragma once
 
 #include <chrono>
-#include <cstddef>
 #include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <thread>
 

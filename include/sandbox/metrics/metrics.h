@@ -85,7 +85,7 @@ struct Snapshot {
   std::size_t stream_slots = 0;             // server.max_streams
   // Kept task results; nullopt without a task store.
   std::optional<KeptResultsSnapshot> task_results;
-  std::vector<EngineSnapshot> engines;       // every connected engine, pinged by the scrape
+  std::vector<EngineSnapshot> engines;      // every connected engine, pinged by the scrape
   std::vector<ExclusionSnapshot> excluded;  // engines left out of pools at start-up
   // The in-flight byte budget (memory.inflight_bytes, docs/memory-budget.md).
   std::int64_t inflight_bytes = 0;     // held for clients now

@@ -33,10 +33,8 @@ std::string ExtraEngines(const std::string& args, int* status = nullptr) {
   const char* script = std::getenv("SANDBOX_EXTRA_ENGINES");
   EXPECT_NE(script, nullptr);
   std::string out;
-  FILE* pipe = ::popen(("bash " + std::string(script == nullptr ? "" : script) + " " + args +
-                        " 2>&1")
-                           .c_str(),
-                       "r");
+  FILE* pipe = ::popen(
+      ("bash " + std::string(script == nullptr ? "" : script) + " " + args + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return out;
   char buffer[4096];
   std::size_t n = 0;
@@ -144,8 +142,7 @@ TEST_F(MultiEngineTest, RunsSpreadOverBothEnginesAndNameTheirs) {
   auto metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find(R"(sandbox_engine_up{engine="e1"} 1)"), std::string::npos);
-  EXPECT_NE(metrics->body.find(R"(sandbox_engine_runs_total{engine="local"})"),
-            std::string::npos);
+  EXPECT_NE(metrics->body.find(R"(sandbox_engine_runs_total{engine="local"})"), std::string::npos);
   EXPECT_NE(metrics->body.find(R"(sandbox_engine_requests_total{engine="e1")"), std::string::npos);
 }
 

@@ -123,8 +123,10 @@ TEST(MetricsTest, EngineCallsHttpRequestsStartsAndAcquires) {
       text,
       HasSubstr(
           R"(sandbox_engine_requests_total{engine="local",operation="POST /containers/{id}/start",status="204"} 1)"));
-  EXPECT_THAT(text,
-              HasSubstr(R"(sandbox_engine_requests_total{engine="local",operation="GET /_ping",status="0"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_engine_requests_total{engine="local",operation="GET /_ping",status="0"} 1)"));
   EXPECT_THAT(
       text,
       HasSubstr(
