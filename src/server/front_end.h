@@ -43,7 +43,8 @@ struct HttpSources {
   exec::SessionService* sessions = nullptr;  // null while sessions are off
   const service::SandboxService* service = nullptr;
   const service::SessionManager* session_manager = nullptr;  // null while sessions are off
-  const mcp::TaskStore* tasks = nullptr;  // its kept results are shown in /metrics
+  service::EngineControl* engines = nullptr;  // GET /admin/engines and the engines' drain
+  const mcp::TaskStore* tasks = nullptr;      // its kept results are shown in /metrics
 };
 
 // Serves MCP on stdin/stdout until the input ends or a signal stops it (runs in flight are

@@ -122,6 +122,10 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
       sandbox::service::FormatOwner(*self);
   service_options.container_seccomp_json = profile->compact_json();
   service_options.run_filter_bpf = run_filter->bpf();
+  // Several engines: each is watched (pings); one that goes down takes no new sandboxes and its
+  // sandboxes are dropped, and it is taken back once it answers and its leftovers are gone.
+  sandbox::engine::EngineHealth health(engine_list, sandbox::engine::HealthOptions{});
+  if (engine_list.size() > 1) service_options.health = &health;
   service_options.pool_hooks = [&metrics](const std::string& pool) {
     sandbox::pool::PoolHooks hooks;
     hooks.start_finished = [&metrics, pool](bool ok, std::chrono::microseconds took) {
@@ -138,6 +142,12 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
       sandbox::service::Engine::Start(config, engine_list, service_options, left_sessions, logger);
   if (!engine.ok()) return Fail(logger, engine.error());
   sandbox::service::SandboxService& service = (*engine)->service();
+  if (service_options.health != nullptr) {
+    health.AddListener(
+        [&service](const sandbox::engine::ContainerEngine& changed, bool up,
+                   const std::string& why) { return service.EngineChanged(changed, up, why); });
+    health.Start();
+  }
   sandbox::service::SessionManager* session_manager = (*engine)->sessions();
   sandbox::exec::SessionService* sessions = session_manager;
   // Sessions end (their containers go) before the pools they came from stop; with
@@ -148,7 +158,10 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
             "next server "
             "(sessions.restart_grace_s)"
           : "stopped; all sandbox containers removed";
-  auto shutdown_engine = [&] { (*engine)->Shutdown(); };
+  auto shutdown_engine = [&] {
+    health.Stop();  // its listener calls the service
+    (*engine)->Shutdown();
+  };
 
   // Every byte held for a client comes out of this one budget (docs/memory-budget.md).
   const std::int64_t machine_bytes = MachineMemoryBytes();
@@ -177,9 +190,12 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   const int code = config.server.stdio
                        ? ServeStdio(front)
                        : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &service,
-                                                      session_manager, &tasks});
+                                                      session_manager, &service, &tasks});
   tasks.Shutdown();
-  if (code != 0) return code;
+  if (code != 0) {
+    health.Stop();
+    return code;
+  }
   shutdown_engine();
   logger->info("{}", stopped_line);
   return 0;

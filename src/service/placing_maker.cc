@@ -89,7 +89,9 @@ std::optional<std::size_t> PlacingMaker::Place(const std::vector<bool>& tried) {
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = slots_[i];
     engine::EngineLoad load;
-    load.up = !tried[i] && now >= slot.retry_at;
+    const bool healthy =
+        options_.health == nullptr || options_.health->Placeable(slot.engine->name());
+    load.up = healthy && !tried[i] && now >= slot.retry_at;
     load.idle = slot.alive->load();
     load.starting = slot.starting;
     load.max_concurrent_starts = std::max(1, options_.max_concurrent_starts);
@@ -101,6 +103,9 @@ std::optional<std::size_t> PlacingMaker::Place(const std::vector<bool>& tried) {
     // ends first rather than no start at all (the pool bounds its starts in flight itself).
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       if (tried[i]) continue;
+      if (options_.health != nullptr && !options_.health->Placeable(slots_[i].engine->name())) {
+        continue;  // down or draining: never, not even as the last resort
+      }
       if (!chosen || slots_[i].retry_at < slots_[*chosen].retry_at) chosen = i;
     }
   }
@@ -146,7 +151,19 @@ PlacingMaker::Made PlacingMaker::Start(const std::function<Made(SandboxMaker&)>&
     last = error.WithContext("engine " + slot.engine->name());
   }
   if (last) return *last;
-  return Error(ErrorCode::kUnavailable, "pool '" + options_.pool + "' has no engine to start on");
+  std::string states;
+  if (options_.health != nullptr) {
+    for (const auto& s : options_.health->Statuses()) {
+      if (SlotOf(s.name) == nullptr) continue;
+      states += (states.empty() ? "" : ", ") + s.name + " " +
+                (!s.up        ? "down"
+                 : s.draining ? "draining"
+                              : "up");
+    }
+  }
+  return Error(ErrorCode::kUnavailable, "pool '" + options_.pool +
+                                            "' has no engine that takes new sandboxes now" +
+                                            (states.empty() ? "" : " (" + states + ")"));
 }
 
 std::unique_ptr<runner::Sandbox> PlacingMaker::Counted(Slot& slot,
@@ -226,8 +243,9 @@ std::vector<EnginePlacement> PlacingMaker::placements() const {
 }
 
 MakerFactory PlacingMakersOn(PlaceableEngines placeable, engine::EngineList all,
+                             const engine::EngineHealth* health,
                              const std::shared_ptr<spdlog::logger>& logger) {
-  return [placeable = std::move(placeable), all = std::move(all),
+  return [placeable = std::move(placeable), all = std::move(all), health,
           logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
     if (all.size() == 1) {
       return std::make_unique<HarnessSandboxMaker>(*all.front(), std::move(setup), logger);
@@ -239,6 +257,7 @@ MakerFactory PlacingMakersOn(PlaceableEngines placeable, engine::EngineList all,
     PlacingOptions options;
     options.pool = setup.pool.name;
     options.all_engines = all;
+    options.health = health;
     options.max_concurrent_starts = setup.pool.max_concurrent_starts;
     std::vector<EngineMaker> makers;
     for (const auto* engine : engines) {

@@ -119,6 +119,22 @@ class SandboxService::StartWatch {
     std::lock_guard lock(mu_);
     runs_.remove_if([&](const Entry& e) { return e.run == run; });
   }
+  // Every run in flight on `engine` is lost: cancelled at once, `why` its detail. Returns how
+  // many.
+  int LoseEngine(const engine::ContainerEngine& engine, const std::string& why) {
+    std::vector<std::shared_ptr<WatchedRun>> lost;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& e : runs_) {
+        if (e.run->engine != &engine || e.run->lost) continue;
+        e.run->lost_why = why;
+        e.run->lost = true;
+        lost.push_back(e.run);
+      }
+    }
+    for (const auto& run : lost) run->cancel.Cancel();
+    return static_cast<int>(lost.size());
+  }
 
  private:
   struct Entry {
@@ -333,6 +349,44 @@ const PoolEntry* SandboxService::FindPool(const std::string& name) const {
   return it == pools_.end() ? nullptr : &it->second;
 }
 
+bool SandboxService::EngineChanged(const engine::ContainerEngine& engine, bool up,
+                                   const std::string& why) {
+  const std::string& name = engine.name();
+  if (!up) {
+    const std::string lost = "engine " + name + " was lost (" + why + ")";
+    logger_->error("{}: no new sandboxes there; its idle ones are dropped and its runs end", lost);
+    int dropped = 0;
+    for (auto& [pool, entry] : pools_) {
+      dropped += entry.pool->RetireIf(
+          [&name](runner::Sandbox& sandbox) {
+            if (sandbox.engine() != name) return false;
+            sandbox.Leave();  // no call to the engine that is down
+            return true;
+          },
+          "engine " + name + " is down");
+    }
+    const int runs = watch_->LoseEngine(engine, lost);
+    logger_->warn("engine {}: {} idle sandbox(es) dropped, {} run(s) in flight ended", name,
+                  dropped, runs);
+    return true;
+  }
+  // Back: what this instance left there (sandboxes dropped while it was down, runs that were in
+  // flight) goes before it takes new sandboxes.
+  auto removed = RemoveLeftovers(engine, config_.instance_id, logger_);
+  if (!removed.ok()) {
+    logger_->warn(
+        "engine {} answers again but its leftovers could not be removed ({}); it stays "
+        "out of placements",
+        name, removed.error().ToString());
+    return false;
+  }
+  logger_->info(
+      "engine {} is back: {} leftover container(s) of this instance removed; it takes "
+      "new sandboxes again",
+      name, *removed);
+  return true;
+}
+
 std::string SandboxService::EngineWords(const engine::ContainerEngine& engine) const {
   std::string words = "the " + std::string(engine.kind()) + " engine";
   if (engines_.size() > 1) words += " " + engine.name();
@@ -342,6 +396,9 @@ std::string SandboxService::EngineWords(const engine::ContainerEngine& engine) c
 SandboxService::Loss SandboxService::ExplainLoss(const runner::Sandbox& sandbox) const {
   const engine::ContainerEngine* engine = engine::FindEngine(engines_, sandbox.engine());
   if (engine == nullptr) return {false, "its engine \"" + sandbox.engine() + "\" is not known"};
+  if (options_.health != nullptr && !options_.health->Up(engine->name())) {
+    return {true, "engine " + engine->name() + " is down"};  // no call that could hang on it
+  }
   auto state = engine->Inspect(sandbox.container_id(), engine::DeadlineAfter(kInspectTimeout));
   if (!state.ok()) {
     if (state.error().code() == ErrorCode::kNotFound) {
@@ -405,9 +462,13 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
     if (!sandbox->Reusable()) lease->Discard();
     const bool lost_by_watch = watched->lost && !cancel.IsCancelled();
     if (lost_by_watch) {
+      // Its engine is down: the container is left to the sweep when the engine is back, so
+      // destroying the sandbox calls nothing that could hang on it.
+      if (options_.health != nullptr && !options_.health->Up(sandbox->engine())) sandbox->Leave();
       lease->Discard();
       result.verdict = exec::Verdict::kInternal;
-      result.detail = "the sandbox was lost before the run started";
+      result.detail = relay.delivered() ? "the run's sandbox was lost"
+                                        : "the sandbox was lost before the run started";
     }
     if (result.verdict != exec::Verdict::kInternal) return result;
     const Loss loss = lost_by_watch ? Loss{true, watched->lost_why} : ExplainLoss(*sandbox);
@@ -656,6 +717,69 @@ std::optional<pool::DrainProgress> SandboxService::Drain(const std::string& pool
   auto it = pools_.find(pool);
   if (it == pools_.end()) return std::nullopt;
   return it->second.pool->Drain();
+}
+
+}  // namespace sandbox::service
+
+namespace sandbox::service {
+
+nlohmann::json SandboxService::Engines() const {
+  json out = json::array();
+  std::vector<engine::EngineStatus> statuses;
+  if (options_.health != nullptr) statuses = options_.health->Statuses();
+  for (const auto* engine : engines_) {
+    json one = {{"name", engine->name()}, {"kind", std::string(engine->kind())}, {"state", "up"}};
+    for (const auto& s : statuses) {
+      if (s.name != engine->name()) continue;
+      one["state"] = !s.up ? "down" : s.draining ? "draining" : "up";
+      if (!s.why.empty()) one["why"] = s.why;
+      one["since"] =
+          std::chrono::duration_cast<std::chrono::seconds>(s.since.time_since_epoch()).count();
+    }
+    json pools = json::array();
+    for (const auto& [name, entry] : pools_) {
+      for (auto pool : PoolEnginesJson(*entry.config, entry)) {
+        if (pool["name"] != engine->name()) continue;
+        pool["name"] = name;
+        pools.push_back(std::move(pool));
+      }
+    }
+    one["pools"] = std::move(pools);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+Result<nlohmann::json> SandboxService::DrainEngine(const std::string& name, bool drain) {
+  const engine::ContainerEngine* engine = engine::FindEngine(engines_, name);
+  if (engine == nullptr) {
+    std::string known;
+    for (const auto* e : engines_) known += (known.empty() ? "" : ", ") + e->name();
+    return Error(ErrorCode::kNotFound, "no engine \"" + name + "\" (engines: " + known + ")");
+  }
+  if (options_.health == nullptr) {
+    return Error(ErrorCode::kConflict,
+                 "engine " + name +
+                     " is this server's only engine: drain its pools instead (POST "
+                     "/admin/pools/{name}/drain)");
+  }
+  options_.health->SetDraining(name, drain);
+  if (drain) {
+    int retired = 0;
+    for (auto& [pool, entry] : pools_) {
+      retired += entry.pool->RetireIf(
+          [&name](runner::Sandbox& sandbox) { return sandbox.engine() == name; },
+          "engine " + name + " is draining");
+    }
+    logger_->info("engine {} drains: no new sandboxes there, {} idle one(s) retired", name,
+                  retired);
+  } else {
+    logger_->info("engine {} takes new sandboxes again (undrained)", name);
+  }
+  for (auto& one : Engines()) {
+    if (one["name"] == name) return one;
+  }
+  return json::object();
 }
 
 }  // namespace sandbox::service

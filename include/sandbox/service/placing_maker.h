@@ -1,9 +1,10 @@
 // PlacingMaker: the maker of a pool that runs on several engines (docs/scale-out.md section 4).
 // It holds one maker per engine the pool may use and places every start, session start included,
 // on the engine with the fewest of the pool's sandboxes alive or starting there
-// (engine::Choose, ties at random). An engine whose start failed is passed over for a back-off
-// that doubles with each failure in a row (1 s to 30 s by default), and the start is tried at
-// once on the next engine, so a pool refills on the engines that work while one does not.
+// (engine::Choose, ties at random). An engine the health watch has down, or that an operator
+// drains, is not placed on at all (EngineHealth). An engine whose start failed is passed over for a
+// back-off that doubles with each failure in a row (1 s to 30 s by default), and the start is tried
+// at once on the next engine, so a pool refills on the engines that work while one does not.
 // Sandboxes are counted per engine from their start (or adoption) to their destruction, so the
 // pool itself stays one pool: its min_idle, max_total, waiters and fair share span the engines.
 // With one engine a pool gets that engine's maker itself (PlacingMakersOn): nothing changes.
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "sandbox/engine/container_engine.h"
+#include "sandbox/engine/engine_health.h"
 #include "sandbox/engine/placement.h"
 #include "sandbox/service/sandbox_pools.h"
 
@@ -42,6 +44,8 @@ struct PlacingOptions {
   // Every engine of the server: Remove() reaches a container on an engine the pool does not
   // run on (a session's pool may have been reconfigured since its container was made).
   engine::EngineList all_engines;
+  // Which engines take new sandboxes (up and not draining); null: every one.
+  const engine::EngineHealth* health = nullptr;
   // Starts in flight on one engine at once (the pool's max_concurrent_starts).
   int max_concurrent_starts = 2;
   // The pause of an engine after its first failed start in a row; each further one doubles it,
@@ -109,6 +113,7 @@ using PlaceableEngines = std::map<std::string, engine::EngineList>;
 // HarnessSandboxMaker on it, exactly as before there were several; otherwise a PlacingMaker
 // over each pool's engines. The engines must outlive the makers.
 MakerFactory PlacingMakersOn(PlaceableEngines placeable, engine::EngineList all,
+                             const engine::EngineHealth* health,
                              const std::shared_ptr<spdlog::logger>& logger);
 
 }  // namespace sandbox::service

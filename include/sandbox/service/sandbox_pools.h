@@ -20,6 +20,7 @@
 
 #include "sandbox/config/config.h"
 #include "sandbox/engine/container_engine.h"
+#include "sandbox/engine/engine_health.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/sandbox.h"
@@ -78,6 +79,9 @@ struct ServiceOptions {
   // The metrics observers of each pool, by the pool's name (session pools are "<pool>/sessions");
   // empty: none.
   std::function<pool::PoolHooks(const std::string& pool_name)> pool_hooks;
+  // Which engines take new sandboxes (several engines only; null: all of them, always); the
+  // admin API drains engines through it.
+  engine::EngineHealth* health = nullptr;
 };
 
 // One configured pool as the engine holds it. The maker outlives the pool (declared first, so

@@ -24,6 +24,7 @@
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/sandbox.h"
+#include "sandbox/service/engine_control.h"
 #include "sandbox/service/owner.h"
 #include "sandbox/service/placing_maker.h"
 #include "sandbox/service/request_resolver.h"
@@ -78,7 +79,9 @@ struct EngineExclusion {
   std::string why;  // what was wrong and the command that fixes it
 };
 
-class SandboxService final : public exec::ExecutionService, public TunablePools {
+class SandboxService final : public exec::ExecutionService,
+                             public TunablePools,
+                             public EngineControl {
  public:
   // Checks every pool's image on each engine of the pool (pools[].engines; `engines` are the
   // ones connected). An engine that lacks it, or is not among `engines`, is left out of that
@@ -121,7 +124,15 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   // The rules requests are checked by, with each pool's default limits as they are now.
   const RequestResolver& resolver() const { return resolver_; }
   // The makers of pools over the same engines as this service's (the session pools').
-  MakerFactory makers() const { return PlacingMakersOn(placeable_, engines_, logger_); }
+  MakerFactory makers() const {
+    return PlacingMakersOn(placeable_, engines_, options_.health, logger_);
+  }
+  // An engine went down or came back (EngineHealth's listener). Down: the idle sandboxes on it
+  // are retired without a call to it (their containers are left to the sweep when it is back),
+  // and every run in flight there is cancelled and ends `internal` naming the engine (one that
+  // had delivered nothing runs again on another engine). Back: this instance's containers on it
+  // are removed first; false when that failed (it stays out of placements).
+  bool EngineChanged(const engine::ContainerEngine& engine, bool up, const std::string& why);
   // The engines the service runs on, and those left out of a pool at start-up.
   const engine::EngineList& engines() const { return engines_; }
   const std::vector<EngineExclusion>& excluded() const { return excluded_; }
@@ -134,6 +145,10 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   std::optional<pool::PoolStats> Stats(const std::string& pool) const override;
   bool Apply(const std::string& pool, const PoolSettings& settings) override;
   std::optional<pool::DrainProgress> Drain(const std::string& pool) override;
+
+  // EngineControl.
+  nlohmann::json Engines() const override;
+  Result<nlohmann::json> DrainEngine(const std::string& name, bool drain) override;
 
   static constexpr std::chrono::milliseconds kStartCheckAfter{2000};
 
