@@ -64,7 +64,7 @@ class EngineFake final : public SandboxMaker {
 // Engines e1..eN, a maker on each, and the PlacingMaker over them (a settable clock).
 class PlacingMakerTest : public ::testing::Test {
  protected:
-  void Build(int n, int max_concurrent_starts = 2) {
+  void Build(int n, int max_concurrent_starts = 2, const engine::EngineHealth* health = nullptr) {
     std::vector<EngineMaker> makers;
     for (int i = 1; i <= n; ++i) {
       engines_.push_back(std::make_unique<testing::FakeEngine>("e" + std::to_string(i)));
@@ -77,6 +77,7 @@ class PlacingMakerTest : public ::testing::Test {
     options.max_concurrent_starts = max_concurrent_starts;
     options.seed = 42;
     options.clock = [this] { return now_; };
+    options.health = health;
     maker_ = std::make_unique<PlacingMaker>(std::move(makers), std::move(options), nullptr);
   }
   // Sandboxes alive per engine, by name.
@@ -233,6 +234,30 @@ TEST_F(PlacingMakerTest, AdoptAndRemoveGoToTheEngineThatListedTheContainer) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code(), ErrorCode::kNotFound);
   EXPECT_THAT(refused.error().message(), HasSubstr("e9"));
+}
+
+TEST_F(PlacingMakerTest, AnEngineThatIsDownOrDrainingGetsNoStartAtAll) {
+  testing::FakeEngine e1("e1");
+  testing::FakeEngine e2("e2");
+  engine::EngineHealth health({&e1, &e2}, engine::HealthOptions{});  // not started: both up
+  Build(2, 2, &health);
+  health.SetDraining("e2", true);
+  std::vector<std::unique_ptr<runner::Sandbox>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::move(*maker_->Create()));
+  EXPECT_EQ(Alive(), (std::map<std::string, int>{{"e1", 4}, {"e2", 0}}));
+  EXPECT_EQ(fakes_[1]->creates, 0);
+  // e1 failing too: not even the last resort goes to the draining engine.
+  fakes_[0]->fail = true;
+  health.SetDraining("e1", true);
+  auto none = maker_->Create();
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(none.error().message(), HasSubstr("no engine that takes new sandboxes now"));
+  EXPECT_THAT(none.error().message(), HasSubstr("e1 draining, e2 draining"));
+  EXPECT_EQ(fakes_[1]->creates, 0);
+  health.SetDraining("e2", false);
+  held.push_back(std::move(*maker_->Create()));
+  EXPECT_EQ(Of("e2").alive, 1);
 }
 
 TEST_F(PlacingMakerTest, LimitsGoToEveryEngineAndTheVersionIsTheFirstKnown) {
