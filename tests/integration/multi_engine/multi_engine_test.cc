@@ -1,9 +1,11 @@
 // Issue 28 on real engines: one server over the machine's engine ("local") and a second dockerd
 // ("e1", tcp://127.0.0.1 with mutual TLS, tests/support/extra_engines.sh, started by the CTest
 // fixture extra_engines). A fresh pool places its starts over both: runs name the engine that
-// served them and land on both; /readyz and /healthz list both. Then e1's dockerd is killed
-// (SIGKILL): every run still succeeds (on local), /healthz says degraded naming e1, /readyz
-// stays ready; restarted, e1 gets starts again once its back-off ends.
+// served them and land on both; /readyz and /healthz list both. e1's dockerd killed (SIGKILL)
+// or stalled (SIGSTOP): every run still succeeds (on local), the engine watch marks e1 down
+// (GET /admin/engines), /healthz says degraded naming it, /readyz stays ready; back, its
+// leftovers are swept and it takes new sandboxes again. Drained through the admin API, e1 gets
+// no new sandboxes until it is undrained.
 // Waits have bounds only as hang guards; nothing here asserts a duration.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "integration/server/server_process.h"
 #include "support/engine_fixture.h"
@@ -27,6 +30,8 @@ using sandbox::testing::FreePort;
 using sandbox::testing::ServerProcess;
 using sandbox::testing::WaitFor;
 using std::chrono::seconds;
+
+constexpr const char* kAdminToken = "multi-engine-admin-token-0123456789";
 
 // Runs tests/support/extra_engines.sh with `args`; its standard output.
 std::string ExtraEngines(const std::string& args, int* status = nullptr) {
@@ -57,7 +62,8 @@ std::string Config() {
                                    {"min_idle", 4},
                                    {"max_total", 8},
                                    {"max_concurrent_starts", 2}}});
-  return R"("docker": {"engines": )" + engines.dump() + R"(}, "pools": )" + pools.dump() +
+  return R"("server": {"admin_tokens": {"ops": ")" + std::string(kAdminToken) +
+         R"("}}, "docker": {"engines": )" + engines.dump() + R"(}, "pools": )" + pools.dump() +
          R"(, "sessions": {"enabled": false})";
 }
 
@@ -77,7 +83,9 @@ class MultiEngineTest : public ::testing::Test {
   void TearDown() override {
     if (HasFailure()) std::printf("server log:\n%s\n", Log().c_str());
     server_.reset();
-    // A killed engine is started again, so the fixture's stop finds it answering.
+    // A killed or stalled engine is started again, so the next test and the fixture's stop
+    // find it answering.
+    ExtraEngines("resume 1");
     ExtraEngines("restart 1");
   }
 
@@ -109,6 +117,54 @@ class MultiEngineTest : public ::testing::Test {
     auto res = client.Get(path);
     *status = res ? res->status : 0;
     return res ? json::parse(res->body, nullptr, false) : json();
+  }
+
+  // GET /admin/engines: the engine's entry (null when there is none).
+  json EngineState(const std::string& name) const {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(30, 0);
+    auto res =
+        client.Get("/admin/engines",
+                   httplib::Headers{{"Authorization", std::string("Bearer ") + kAdminToken}});
+    if (!res || res->status != 200) return nullptr;
+    auto body = json::parse(res->body, nullptr, false);
+    if (body.is_discarded()) return nullptr;
+    for (const auto& e : body["engines"]) {
+      if (e["name"] == name) return e;
+    }
+    return nullptr;
+  }
+  bool StateIs(const std::string& name, const std::string& state) const {
+    const json e = EngineState(name);
+    return e.is_object() && e["state"] == state;
+  }
+  // POST /admin/engines/{name}/{action}: the status and body.
+  json Admin(const std::string& name, const std::string& action, int* status) const {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(30, 0);
+    auto res =
+        client.Post("/admin/engines/" + name + "/" + action,
+                    httplib::Headers{{"Authorization", std::string("Bearer ") + kAdminToken}}, "",
+                    "application/json");
+    *status = res ? res->status : 0;
+    return res ? json::parse(res->body, nullptr, false) : json();
+  }
+  // Fresh runs until one is served by `engine` (each run makes a new placement); false after
+  // `tries`.
+  bool ARunLandsOn(const std::string& engine, int tries) const {
+    for (int i = 0; i < tries; ++i) {
+      const json r = Execute("print(1)");
+      EXPECT_EQ(r.value("http_status", 0), 200) << r.dump();
+      EXPECT_EQ(r["verdict"], "ok") << r.dump();
+      if (r["engine"] == engine) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return false;
+  }
+  // Containers of this server's instance on e1 that are not running (left behind).
+  std::string StoppedOnE1() const {
+    return ExtraEngines("docker 1 ps -aq --filter label=io.sandbox-mcp.instance=" + instance_ +
+                        " --filter status=exited --filter status=created --filter status=dead");
   }
 
   std::string instance_;
@@ -167,19 +223,65 @@ TEST_F(MultiEngineTest, AKilledEngineCostsNoRunAndComesBack) {
   const json ready = Get("/readyz", &status);
   EXPECT_EQ(status, 200) << ready.dump();
 
+  ASSERT_TRUE(WaitFor([&] { return StateIs("e1", "down"); }, seconds(60)))
+      << EngineState("e1").dump();
+  EXPECT_NE(EngineState("e1").value("why", ""), "");
+
   const std::string restarted = ExtraEngines("restart 1", &status);
   ASSERT_EQ(status, 0) << restarted;
-  // Its back-off (at most 30 s) over, fresh starts are placed there again.
-  bool back = false;
-  for (int i = 0; i < 200 && !back; ++i) {
-    const json r = Execute("print(1)");
+  // Back once it answers three pings and this instance's leftovers there are gone.
+  ASSERT_TRUE(WaitFor([&] { return StateIs("e1", "up"); }, seconds(120)))
+      << EngineState("e1").dump();
+  EXPECT_EQ(StoppedOnE1(), "") << "leftovers on e1 after it came back";
+  EXPECT_TRUE(ARunLandsOn("e1", 200)) << "no run was served by e1 after it came back";
+  EXPECT_EQ(Get("/healthz", &status)["status"], "ok");
+}
+
+TEST_F(MultiEngineTest, AStalledEngineCostsNoRunAndComesBack) {
+  int status = 0;
+  const std::string stalled = ExtraEngines("stall 1", &status);
+  ASSERT_EQ(status, 0) << stalled;
+  // A run lent a sandbox of e1 waits for the watch to mark e1 down (seconds), is cancelled there
+  // and runs again on local; nothing is answered wrong and nothing hangs.
+  for (int i = 0; i < 6; ++i) {
+    const json r = Execute("print('through')");
     ASSERT_EQ(r.value("http_status", 0), 200) << r.dump();
     EXPECT_EQ(r["verdict"], "ok") << r.dump();
-    back = r["engine"] == "e1";
-    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    EXPECT_EQ(r["engine"], "local") << r.dump();
   }
-  EXPECT_TRUE(back) << "no run was served by e1 after it restarted";
-  EXPECT_EQ(Get("/healthz", &status)["status"], "ok");
+  ASSERT_TRUE(WaitFor([&] { return StateIs("e1", "down"); }, seconds(60)))
+      << EngineState("e1").dump();
+  const std::string resumed = ExtraEngines("resume 1", &status);
+  ASSERT_EQ(status, 0) << resumed;
+  ASSERT_TRUE(WaitFor([&] { return StateIs("e1", "up"); }, seconds(120)))
+      << EngineState("e1").dump();
+  EXPECT_TRUE(ARunLandsOn("e1", 200)) << "no run was served by e1 after it resumed";
+}
+
+TEST_F(MultiEngineTest, ADrainedEngineTakesNoNewSandboxesUntilUndrained) {
+  ASSERT_TRUE(StateIs("e1", "up")) << EngineState("e1").dump();
+  int status = 0;
+  const json drained = Admin("e1", "drain", &status);
+  ASSERT_EQ(status, 200) << drained.dump();
+  EXPECT_EQ(drained["state"], "draining") << drained.dump();
+  for (int i = 0; i < 8; ++i) {
+    const json r = Execute("print(2)");
+    ASSERT_EQ(r.value("http_status", 0), 200) << r.dump();
+    EXPECT_EQ(r["engine"], "local") << r.dump();
+  }
+  // Its idle sandboxes went: none of this instance runs there any more.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ExtraEngines("docker 1 ps -q --filter label=io.sandbox-mcp.instance=" + instance_) ==
+               "";
+      },
+      seconds(60)));
+  const json unknown = Admin("e9", "drain", &status);
+  EXPECT_EQ(status, 404) << unknown.dump();
+  const json undrained = Admin("e1", "undrain", &status);
+  ASSERT_EQ(status, 200) << undrained.dump();
+  EXPECT_EQ(undrained["state"], "up");
+  EXPECT_TRUE(ARunLandsOn("e1", 100)) << "no run was served by e1 after it was undrained";
 }
 
 }  // namespace
