@@ -66,7 +66,9 @@ TEST_F(EngineHealthTest, AnEngineThatStopsAnsweringGoesDownAndComesBack) {
   ASSERT_EQ(heard.size(), 1u);
   EXPECT_EQ(heard[0].rfind("e2 down: no answer to 2 pings in a row", 0), 0u) << heard[0];
   for (const auto& s : health_.Statuses()) {
-    if (s.name == "e2") EXPECT_NE(s.why.find("cannot reach the fake engine e2"), std::string::npos);
+    if (s.name == "e2") {
+      EXPECT_NE(s.why.find("cannot reach the fake engine e2"), std::string::npos);
+    }
   }
 
   // Answering again, but the listener refuses it back (its leftovers could not go): it stays
