@@ -508,11 +508,8 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"max_total", stats.sizes.max_total},
                      {"engines", PoolEnginesJson(pc, entry)}});
   }
-  json engines = json::array();
-  for (const auto* engine : engines_) {
-    engines.push_back({{"name", engine->name()}, {"kind", std::string(engine->kind())}});
-  }
-  info.info["engines"] = std::move(engines);
+  // Each engine's state (up, down, draining) and where each pool's sandboxes are.
+  info.info["engines"] = Engines();
   info.info["default_pool"] = config_.default_pool;
   info.info["network"] = "none";
   // What is installed, probed once per image (pools sharing an image share the answer): a
