@@ -1,5 +1,6 @@
 #include "engines.h"
 
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -28,8 +29,7 @@ Result<std::unique_ptr<ConnectedEngines>> ConnectedEngines::Connect(
     const config::Config& config, const docker::CurlGlobal& curl, metrics::Metrics& metrics,
     const std::shared_ptr<spdlog::logger>& logger) {
   const std::vector<config::EngineConfig> configured = config::EffectiveEngines(config.docker);
-  std::vector<Result<std::unique_ptr<docker::Client>>> clients(
-      configured.size(), Error(ErrorCode::kInternal, "not connected"));
+  std::vector<std::optional<Result<std::unique_ptr<docker::Client>>>> clients(configured.size());
   {
     // At once: an engine that does not answer costs its deadline once, not once per engine.
     std::vector<std::jthread> connecting;
@@ -43,8 +43,9 @@ Result<std::unique_ptr<ConnectedEngines>> ConnectedEngines::Connect(
   std::string failures;
   for (std::size_t i = 0; i < configured.size(); ++i) {
     const auto& ec = configured[i];
-    if (!clients[i].ok()) {
-      const Error error = clients[i].error().WithContext(
+    auto& client = *clients[i];
+    if (!client.ok()) {
+      const Error error = client.error().WithContext(
           "cannot reach the Docker engine " +
           (configured.size() > 1 ? ec.name + " at " : std::string("at ")) + ec.host);
       if (configured.size() == 1) return error;
@@ -55,7 +56,7 @@ Result<std::unique_ptr<ConnectedEngines>> ConnectedEngines::Connect(
     }
     One one;
     one.config = ec;
-    one.client = std::move(*clients[i]);
+    one.client = std::move(client).value();
     logger->info("Docker engine {} at {} (API {})", ec.name, ec.host,
                  one.client->api_version().ToString());
     one.engine = std::make_unique<docker::DockerEngine>(ec.name, *one.client, logger);

@@ -80,6 +80,13 @@ class PlacingMakerTest : public ::testing::Test {
     options.health = health;
     maker_ = std::make_unique<PlacingMaker>(std::move(makers), std::move(options), nullptr);
   }
+  // A started sandbox (a failed start fails the test).
+  std::unique_ptr<runner::Sandbox> Make() {
+    auto made = maker_->Create();
+    EXPECT_TRUE(made.ok()) << made.error().ToString();
+    if (!made.ok()) return nullptr;
+    return std::move(made).value();
+  }
   // Sandboxes alive per engine, by name.
   std::map<std::string, int> Alive() const {
     std::map<std::string, int> out;
@@ -115,7 +122,7 @@ TEST_F(PlacingMakerTest, StartsSpreadEvenlyOverTheEngines) {
 TEST_F(PlacingMakerTest, ADestroyedSandboxFreesItsEngine) {
   Build(2);
   std::vector<std::unique_ptr<runner::Sandbox>> held;
-  for (int i = 0; i < 4; ++i) held.push_back(std::move(*maker_->Create()));
+  for (int i = 0; i < 4; ++i) held.push_back(Make());
   ASSERT_EQ(Alive(), (std::map<std::string, int>{{"e1", 2}, {"e2", 2}}));
   // Every sandbox of e1 destroyed: the next two starts go there.
   const auto& on_e1 = fakes_[0]->made;
@@ -124,7 +131,7 @@ TEST_F(PlacingMakerTest, ADestroyedSandboxFreesItsEngine) {
   });
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(Alive(), (std::map<std::string, int>{{"e1", 0}, {"e2", 2}}));
-  for (int i = 0; i < 2; ++i) held.push_back(std::move(*maker_->Create()));
+  for (int i = 0; i < 2; ++i) held.push_back(Make());
   EXPECT_EQ(Alive(), (std::map<std::string, int>{{"e1", 2}, {"e2", 2}}));
   EXPECT_EQ(fakes_[0]->creates, 4);
   EXPECT_EQ(fakes_[1]->creates, 2);
@@ -149,7 +156,7 @@ TEST_F(PlacingMakerTest, AFailingEngineIsPassedOverAndTheStartGoesElsewhere) {
   // Its back-off over and the engine well again, it gets the next starts (it holds fewest).
   now_ += 1001ms;
   fakes_[1]->fail = false;
-  held.push_back(std::move(*maker_->Create()));
+  held.push_back(Make());
   EXPECT_EQ(Of("e2").alive, 1);
   EXPECT_FALSE(Of("e2").backing_off);
   EXPECT_EQ(Of("e2").failures_in_row, 0);
@@ -162,13 +169,13 @@ TEST_F(PlacingMakerTest, TheBackOffDoublesUpToItsBound) {
   std::vector<std::unique_ptr<runner::Sandbox>> held;
   // Each round: the back-off just passed, e2 holds fewest and is tried again, and fails.
   const std::vector<std::chrono::milliseconds> pauses = {1s, 2s, 4s, 8s, 16s, 30s, 30s};
-  held.push_back(std::move(*maker_->Create()));  // e2 fails (1 s), e1 serves
+  held.push_back(Make());  // e2 fails (1 s), e1 serves
   for (std::size_t i = 1; i < pauses.size(); ++i) {
     now_ += pauses[i - 1] - 1ms;
-    held.push_back(std::move(*maker_->Create()));
+    held.push_back(Make());
     EXPECT_EQ(fakes_[1]->creates, static_cast<int>(i)) << "still backing off after round " << i;
     now_ += 1ms;
-    held.push_back(std::move(*maker_->Create()));
+    held.push_back(Make());
     EXPECT_EQ(fakes_[1]->creates, static_cast<int>(i) + 1) << "round " << i;
     EXPECT_EQ(Of("e2").failures_in_row, static_cast<int>(i) + 1);
   }
@@ -243,7 +250,7 @@ TEST_F(PlacingMakerTest, AnEngineThatIsDownOrDrainingGetsNoStartAtAll) {
   Build(2, 2, &health);
   health.SetDraining("e2", true);
   std::vector<std::unique_ptr<runner::Sandbox>> held;
-  for (int i = 0; i < 4; ++i) held.push_back(std::move(*maker_->Create()));
+  for (int i = 0; i < 4; ++i) held.push_back(Make());
   EXPECT_EQ(Alive(), (std::map<std::string, int>{{"e1", 4}, {"e2", 0}}));
   EXPECT_EQ(fakes_[1]->creates, 0);
   // e1 failing too: not even the last resort goes to the draining engine.
@@ -256,7 +263,7 @@ TEST_F(PlacingMakerTest, AnEngineThatIsDownOrDrainingGetsNoStartAtAll) {
   EXPECT_THAT(none.error().message(), HasSubstr("e1 draining, e2 draining"));
   EXPECT_EQ(fakes_[1]->creates, 0);
   health.SetDraining("e2", false);
-  held.push_back(std::move(*maker_->Create()));
+  held.push_back(Make());
   EXPECT_EQ(Of("e2").alive, 1);
 }
 
