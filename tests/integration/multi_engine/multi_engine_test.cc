@@ -9,6 +9,7 @@
 // Waits have bounds only as hang guards; nothing here asserts a duration.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -20,7 +21,6 @@
 #include <thread>
 
 #include "integration/server/server_process.h"
-#include "support/engine_fixture.h"
 
 namespace sandbox {
 namespace {
@@ -70,7 +70,10 @@ std::string Config() {
 class MultiEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    instance_ = sandbox::testing::TestInstanceId("multi-engine");
+    // "test-": scripts/test.sh checks that no container of such an instance outlives the run.
+    instance_ =
+        "test-multi-engine-" + std::to_string(::getpid()) + "-" +
+        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
     log_path_ = ::testing::TempDir() + "/multi-engine-server.log";
     sandbox::testing::ProcessOptions options;
     options.log_level = "info";
