@@ -98,6 +98,21 @@ void AdminApi::Register(httplib::Server& server) {
                if (who(req, res).empty()) return;
                Send(res, tuner_.DrainStatus(req.matches[1]));
              });
+  if (options_.engines == nullptr) return;
+  server.Get("/admin/engines", [this, who](const httplib::Request& req, httplib::Response& res) {
+    if (who(req, res).empty()) return;
+    SendJson(res, 200, json{{"engines", options_.engines->Engines()}});
+  });
+  auto drain = [this, who](bool on) {
+    return [this, who, on](const httplib::Request& req, httplib::Response& res) {
+      const std::string principal = who(req, res);
+      if (principal.empty()) return;
+      Send(res, options_.engines->DrainEngine(req.matches[1], on));
+    };
+  };
+  server.Post(R"(/admin/engines/([^/]+)/drain)", drain(true));
+  server.Post(R"(/admin/engines/([^/]+)/undrain)", drain(false));
+  server.Delete(R"(/admin/engines/([^/]+)/drain)", drain(false));
 }
 
 }  // namespace sandbox::admin

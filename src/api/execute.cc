@@ -211,6 +211,7 @@ json ExecuteResultJson(exec::RunResult r) {
               {"images_truncated", r.images_truncated},
               {"detail", RepairUtf8(r.detail)},
               {"pool", RepairUtf8(r.pool)},
+              {"engine", r.engine.empty() ? json(nullptr) : json(RepairUtf8(r.engine))},
               {"session_id", r.session_id.empty() ? json(nullptr) : json(RepairUtf8(r.session_id))},
               {"session_reset", r.session_reset},
               {"session_notice",

@@ -223,6 +223,9 @@ json Schemas() {
            "run"}}},
         {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
         {"pool", {{"type", "string"}}},
+        {"engine",
+         {{"type", {"string", "null"}},
+          {"description", "the engine (docker.engines name) whose sandbox ran the code"}}},
         {"session_id",
          {{"type", {"string", "null"}}, {"description", "the session that ran it, if any"}}},
         {"session_reset",
@@ -236,7 +239,7 @@ json Schemas() {
       {"required",
        {"verdict", "exit_code", "signal", "stdout", "stderr", "duration_ms", "value", "traceback",
         "images", "files", "output_truncated", "files_truncated", "images_truncated", "detail",
-        "pool", "session_id", "session_reset", "session_notice"}}};
+        "pool", "engine", "session_id", "session_reset", "session_notice"}}};
   s["StreamText"] = {
       {"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}, {"required", {"text"}}};
   s["StreamError"] = {{"type", "object"},

@@ -264,7 +264,11 @@ json EvalResponse(const exec::RunResult& result, std::string merged_output) {
                      {"content", Base64Encode(file->data)}});
   }
   exec::BoundOutputText(merged_output);
-  return {{"stdout", std::move(merged_output)}, {"returncode", *code}, {"files", std::move(files)}};
+  json body = {
+      {"stdout", std::move(merged_output)}, {"returncode", *code}, {"files", std::move(files)}};
+  // Beyond Snekbox's fields (its clients read only those): where the code ran.
+  if (!result.engine.empty()) body["engine"] = RepairUtf8(result.engine);
+  return body;
 }
 
 json SnekboxErrorBody(std::string_view title, const ApiError& error) {

@@ -194,7 +194,7 @@ Result<std::vector<engine::Listed>> DockerEngine::List(const engine::Labels& all
   out.reserve(containers->size());
   for (auto& c : *containers) {
     out.push_back(
-        engine::Listed{std::move(c.id), std::move(c.state), c.created, std::move(c.labels)});
+        engine::Listed{std::move(c.id), std::move(c.state), c.created, std::move(c.labels), name_});
   }
   return out;
 }

@@ -98,6 +98,9 @@ json RunPythonOutputSchema() {
         {"stdout", {{"type", "string"}}},
         {"stderr", {{"type", "string"}}},
         {"duration_ms", {{"type", "integer"}}},
+        {"engine",
+         {{"type", "string"},
+          {"description", "the engine (docker.engines name) whose sandbox ran the code"}}},
         {"value", {{"type", "string"}, {"description", "repr() of the final expression, if any"}}},
         {"traceback",
          {{"type", "object"},
@@ -169,6 +172,7 @@ json FormatRunResult(exec::RunResult r, std::string_view run_id) {
                      {"duration_ms", r.duration_ms},
                      {"images", json::array()},
                      {"files", json::array()}};
+  if (!r.engine.empty()) structured["engine"] = RepairUtf8(r.engine);
   if (r.value) structured["value"] = RepairUtf8(*r.value);
   if (r.traceback) {
     json frames = json::array();

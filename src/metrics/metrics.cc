@@ -133,12 +133,17 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& engine_calls =
       BuildCounter()
           .Name("sandbox_engine_requests_total")
-          .Help("Docker Engine API requests, by operation and HTTP status (0: no answer)")
+          .Help("Docker Engine API requests, by engine, operation and HTTP status (0: no answer)")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& engine_runs =
+      BuildCounter()
+          .Name("sandbox_engine_runs_total")
+          .Help("Runs that reached a sandbox, by the engine it ran on")
           .Register(*registry);
   prometheus::Family<Histogram>& engine_seconds =
       BuildHistogram()
           .Name("sandbox_engine_request_duration_seconds")
-          .Help("Docker Engine API request latency, by operation")
+          .Help("Docker Engine API request latency, by engine and operation")
           .Register(*registry);
   prometheus::Family<prometheus::Counter>& http_requests =
       BuildCounter()
@@ -201,6 +206,7 @@ void Metrics::RecordRun(RunKind kind, std::string_view pool, std::string_view mo
       .Increment(static_cast<double>(result.stderr_text.size()));
   impl_->images.Add({{"pool", p}}).Increment(static_cast<double>(result.images.size()));
   impl_->files.Add({{"pool", p}}).Increment(static_cast<double>(result.files.size()));
+  if (!result.engine.empty()) impl_->engine_runs.Add({{"engine", result.engine}}).Increment();
 }
 
 void Metrics::RecordRunError(RunKind kind, ErrorCode code) {
@@ -221,11 +227,14 @@ void Metrics::RecordContainerStart(std::string_view pool, bool ok, std::chrono::
       .Observe(Seconds(took));
 }
 
-void Metrics::RecordEngineCall(std::string_view operation, long status,
+void Metrics::RecordEngineCall(std::string_view engine, std::string_view operation, long status,
                                std::chrono::microseconds took) {
+  const std::string e(engine);
   const std::string op(operation);
-  impl_->engine_calls.Add({{"operation", op}, {"status", std::to_string(status)}}).Increment();
-  impl_->engine_seconds.Add({{"operation", op}}, EngineBuckets()).Observe(Seconds(took));
+  impl_->engine_calls.Add({{"engine", e}, {"operation", op}, {"status", std::to_string(status)}})
+      .Increment();
+  impl_->engine_seconds.Add({{"engine", e}, {"operation", op}}, EngineBuckets())
+      .Observe(Seconds(took));
 }
 
 void Metrics::RecordAdminChange(std::string_view pool, std::string_view field,
@@ -384,10 +393,20 @@ std::string Metrics::Render(const Snapshot& now) const {
                            .Add({}, static_cast<double>(now.inflight_refused))
                            .Take());
   }
-  families.push_back(
-      Polled("sandbox_engine_up", "1 when the last Docker engine ping answered", MetricType::Gauge)
-          .Add({}, now.engine_up ? 1 : 0)
-          .Take());
+  {
+    Polled up("sandbox_engine_up", "1 when the engine answered the scrape's ping, by engine",
+              MetricType::Gauge);
+    for (const auto& e : now.engines) up.Add({{"engine", e.name}}, e.up ? 1 : 0);
+    families.push_back(up.Take());
+  }
+  if (!now.excluded.empty()) {
+    Polled excluded("sandbox_engine_excluded",
+                    "1 for an engine left out of a pool at start-up (its image is missing there, "
+                    "or it did not answer); the log line says the command that fixes it",
+                    MetricType::Gauge);
+    for (const auto& x : now.excluded) excluded.Add({{"engine", x.engine}, {"pool", x.pool}}, 1);
+    families.push_back(excluded.Take());
+  }
   if (auto process = ReadProcessStats()) {
     auto gauge = [&families](const char* name, const char* help, double value) {
       families.push_back(Polled(name, help, MetricType::Gauge).Add({}, value).Take());

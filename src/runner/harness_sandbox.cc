@@ -623,6 +623,7 @@ exec::RunResult HarnessSandbox::Run(const std::string& code,
                                     const exec::CancelToken& cancel) {
   exec::RunResult result;
   result.pool = setup_.pool.name;
+  result.engine = engine_.name();
   result.sandbox_id = container_id().substr(0, 12);
   auto fail = [&](exec::Verdict verdict, const std::string& detail) {
     result.verdict = verdict;

@@ -36,14 +36,15 @@ struct FrontEnd {
   std::shared_ptr<spdlog::logger> logger;
 };
 
-// What only HTTP serves: the HTTP API's runs and sessions, and the engine the probes read.
+// What only HTTP serves: the HTTP API's runs and sessions, and what the probes read (the
+// engines through the service).
 struct HttpSources {
   exec::ExecutionService& runs;
   exec::SessionService* sessions = nullptr;  // null while sessions are off
-  const engine::ContainerEngine* engine = nullptr;
   const service::SandboxService* service = nullptr;
   const service::SessionManager* session_manager = nullptr;  // null while sessions are off
-  const mcp::TaskStore* tasks = nullptr;  // its kept results are shown in /metrics
+  service::EngineControl* engines = nullptr;  // GET /admin/engines and the engines' drain
+  const mcp::TaskStore* tasks = nullptr;      // its kept results are shown in /metrics
 };
 
 // Serves MCP on stdin/stdout until the input ends or a signal stops it (runs in flight are

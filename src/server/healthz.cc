@@ -12,9 +12,23 @@ namespace {
 using nlohmann::json;
 
 void Healthz(const ProbeSources& sources, httplib::Response& res) {
-  auto ping = PingEngine(sources);
-  json body = {{"status", ping.ok() ? "ok" : "degraded"},
-               {"engine", ping.ok() ? "reachable" : ping.error().message()}};
+  // Degraded while any engine does not answer; down (503) while none does.
+  const auto pings = PingEngines(sources);
+  int answering = 0;
+  const EnginePing* silent = nullptr;
+  for (const auto& p : pings) {
+    if (p.status.ok()) {
+      ++answering;
+    } else if (silent == nullptr) {
+      silent = &p;
+    }
+  }
+  json body = {{"status", silent == nullptr ? "ok" : "degraded"},
+               {"engine", silent == nullptr
+                              ? std::string("reachable")
+                              : (pings.size() > 1 ? silent->engine->name() + ": " : std::string()) +
+                                    silent->status.error().message()}};
+  if (pings.size() > 1) body["engines"] = EnginesJson(pings);
   json pools = json::array();
   for (const auto& [name, stats] : sources.service->PoolStats()) {
     // Counts only (no authentication here): for tuning min_idle, max_total and starts.
@@ -43,7 +57,7 @@ void Healthz(const ProbeSources& sources, httplib::Response& res) {
                         {"restarts_total", st.restarts_total},
                         {"restored_total", st.restored_total}};
   }
-  res.status = ping.ok() ? 200 : 503;
+  res.status = answering > 0 ? 200 : 503;
   res.set_content(body.dump(), "application/json");
 }
 

@@ -129,13 +129,13 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   admin_options.principal = [&guard](std::string_view authorization) {
     return guard.AdminPrincipal(authorization);
   };
+  admin_options.engines = sources.engines;
   admin::AdminApi admin_api(front.tuner, admin_options);
   admin_api.Register(server);  // /admin/pools...
   admin::ConfigReloader reloader(config, front.load_config, &guard, front.tuner, &front.metrics,
                                  logger);
 
   ProbeSources probes;
-  probes.engine = sources.engine;
   probes.service = sources.service;
   probes.sessions = sources.session_manager;
   probes.streamable = &streamable;

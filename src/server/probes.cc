@@ -2,6 +2,7 @@
 // /readyz have files of their own).
 #include "probes.h"
 
+#include <future>
 #include <utility>
 #include <vector>
 
@@ -27,11 +28,34 @@ std::vector<std::pair<std::string, pool::PoolStats>> AllPoolStats(const ProbeSou
   return pools;
 }
 
-Status PingEngine(const ProbeSources& sources) {
-  return sources.engine->Ping(engine::DeadlineAfter(std::chrono::seconds(2)));
+std::vector<EnginePing> PingEngines(const ProbeSources& sources) {
+  const auto& engines = sources.service->engines();
+  const auto deadline = engine::DeadlineAfter(std::chrono::seconds(2));
+  std::vector<EnginePing> pings;
+  if (engines.size() == 1) {
+    pings.push_back({engines.front(), engines.front()->Ping(deadline)});
+    return pings;
+  }
+  // At once: a stalled engine costs its 2 s once, not once per engine after it.
+  std::vector<std::future<Status>> answers;
+  answers.reserve(engines.size());
+  for (const auto* engine : engines) {
+    answers.push_back(
+        std::async(std::launch::async, [engine, deadline] { return engine->Ping(deadline); }));
+  }
+  for (std::size_t i = 0; i < engines.size(); ++i) pings.push_back({engines[i], answers[i].get()});
+  return pings;
 }
 
-metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
+nlohmann::json EnginesJson(const std::vector<EnginePing>& pings) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& p : pings) {
+    out[p.engine->name()] = p.status.ok() ? "reachable" : p.status.error().message();
+  }
+  return out;
+}
+
+metrics::Snapshot TakeSnapshot(const ProbeSources& sources, const std::vector<EnginePing>& pings) {
   metrics::Snapshot now;
   for (const auto& [name, stats] : AllPoolStats(sources)) {
     metrics::PoolSnapshot pool;
@@ -76,7 +100,8 @@ metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up) {
     now.inflight_peak = sources.inflight->peak();
     now.inflight_refused = sources.inflight->refused();
   }
-  now.engine_up = engine_up;
+  for (const auto& p : pings) now.engines.push_back({p.engine->name(), p.status.ok()});
+  for (const auto& x : sources.service->excluded()) now.excluded.push_back({x.engine, x.pool});
   return now;
 }
 
@@ -84,8 +109,7 @@ void RegisterProbes(httplib::Server& server, const ProbeSources& sources) {
   RegisterHealthz(server, sources);
   RegisterReadyz(server, sources);
   server.Get("/metrics", [sources](const httplib::Request&, httplib::Response& res) {
-    const bool engine_up = PingEngine(sources).ok();
-    res.set_content(sources.metrics->Render(TakeSnapshot(sources, engine_up)),
+    res.set_content(sources.metrics->Render(TakeSnapshot(sources, PingEngines(sources))),
                     std::string(metrics::kTextFormat));
   });
   // Every answer is counted by route template, method and status, after it was written.

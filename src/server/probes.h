@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,8 +25,7 @@ namespace sandbox::server {
 
 // What the probes read; everything must outlive the HTTP server.
 struct ProbeSources {
-  const engine::ContainerEngine* engine = nullptr;
-  const service::SandboxService* service = nullptr;
+  const service::SandboxService* service = nullptr;   // also the engines (its engines())
   const service::SessionManager* sessions = nullptr;  // null while sessions are off
   const transport::StreamableHttpTransport* streamable = nullptr;
   const SlotLimiter* stream_slots = nullptr;
@@ -48,11 +48,18 @@ PoolReadiness ReadinessOf(const pool::PoolStats& stats);
 // Both pool lists: one-shot pools and session pools ("<pool>/sessions").
 std::vector<std::pair<std::string, pool::PoolStats>> AllPoolStats(const ProbeSources& sources);
 
-// Whether the container engine answers a ping within 2 s.
-Status PingEngine(const ProbeSources& sources);
+// One engine's answer to a probe's ping.
+struct EnginePing {
+  const engine::ContainerEngine* engine = nullptr;
+  Status status;
+};
+// Every engine pinged at once, 2 s each, in the service's order.
+std::vector<EnginePing> PingEngines(const ProbeSources& sources);
+// {"name": "reachable" or why not} of every engine.
+nlohmann::json EnginesJson(const std::vector<EnginePing>& pings);
 
 // The state a scrape renders, read off the sources.
-metrics::Snapshot TakeSnapshot(const ProbeSources& sources, bool engine_up);
+metrics::Snapshot TakeSnapshot(const ProbeSources& sources, const std::vector<EnginePing>& pings);
 
 // GET /healthz (healthz.cc) and GET /readyz (readyz.cc).
 void RegisterHealthz(httplib::Server& server, const ProbeSources& sources);

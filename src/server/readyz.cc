@@ -18,11 +18,21 @@ void Readyz(const ProbeSources& sources, httplib::Response& res) {
   if (sources.draining != nullptr && sources.draining->load()) {
     reasons.emplace_back("the server is shutting down");
   }
-  auto ping = PingEngine(sources);
-  body["engine"] = ping.ok() ? "reachable" : ping.error().message();
-  if (!ping.ok()) {
-    reasons.push_back("the " + std::string(sources.engine->kind()) +
-                      " engine does not answer: " + ping.error().message());
+  // Ready while any engine answers: the pools place their starts on the ones that do.
+  const auto pings = PingEngines(sources);
+  const EnginePing* answering = nullptr;
+  for (const auto& p : pings) {
+    if (p.status.ok()) answering = &p;
+  }
+  const EnginePing& first = pings.front();
+  body["engine"] = answering != nullptr ? "reachable" : first.status.error().message();
+  if (pings.size() > 1) body["engines"] = EnginesJson(pings);
+  if (answering == nullptr) {
+    for (const auto& p : pings) {
+      reasons.push_back("the " + std::string(p.engine->kind()) + " engine" +
+                        (pings.size() > 1 ? " " + p.engine->name() : std::string()) +
+                        " does not answer: " + p.status.error().message());
+    }
   }
   json pools = json::array();
   for (const auto& [name, stats] : AllPoolStats(sources)) {

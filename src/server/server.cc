@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "engines.h"
 #include "front_end.h"
 #include "mcp_setup.h"
 #include "sandbox/admin/pool_tuner.h"
@@ -20,7 +21,6 @@
 #include "sandbox/core/memory_trim.h"
 #include "sandbox/core/result.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/docker/docker_engine.h"
 #include "sandbox/exec/session_service.h"
 #include "sandbox/mcp/task_store.h"
 #include "sandbox/metrics/metrics.h"
@@ -37,17 +37,16 @@
 namespace sandbox::server {
 namespace {
 
-// What the configuration can say but this server does not do yet: several engines, and
-// Podman's seccomp profile path (docs/scale-out.md section 9, steps 8 and 11). The one place
-// to remove when the engines are wired.
+// What the configuration can say but this server does not do yet: Podman's seccomp profile
+// path (docs/scale-out.md section 9, step 11). The one place to remove when Podman is served.
 Status RefuseUnservedEngines(const config::Config& config) {
   const auto engines = config::EffectiveEngines(config.docker);
-  if (engines.size() > 1) {
-    return Error(ErrorCode::kUnsupported, "docker.engines: more than one engine is not served yet");
-  }
-  if (!engines.front().seccomp_profile_path.empty()) {
-    return Error(ErrorCode::kUnsupported,
-                 "docker.engines[0].seccomp_profile_path: Podman engines are not served yet");
+  for (std::size_t i = 0; i < engines.size(); ++i) {
+    if (!engines[i].seccomp_profile_path.empty()) {
+      return Error(ErrorCode::kUnsupported, "docker.engines[" + std::to_string(i) +
+                                                "].seccomp_profile_path: Podman engines are not "
+                                                "served yet");
+    }
   }
   return OkStatus();
 }
@@ -61,8 +60,6 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   if (auto served = RefuseUnservedEngines(config); !served.ok()) {
     return Fail(logger, served.error());
   }
-  // The one engine: docker.host's shorthand or the one entry of docker.engines.
-  const config::EngineConfig engine_config = config::EffectiveEngines(config.docker).front();
   // Before any other thread exists, so that none of them is interrupted by a signal.
   const SignalWaiter signals;
 
@@ -87,51 +84,48 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   }
 
   sandbox::docker::CurlGlobal curl;
-  sandbox::docker::ClientOptions client_options;
-  client_options.transport.host = engine_config.host;
-  if (!engine_config.tls_ca.empty()) {
-    client_options.transport.tls = sandbox::docker::TlsOptions{
-        engine_config.tls_ca, engine_config.tls_cert, engine_config.tls_key, true};
-  }
-  client_options.call_timeout = config.docker.call_timeout;
   // Every metric is recorded here (no global registry); /metrics renders it.
   sandbox::metrics::Metrics metrics(sandbox::metrics::MetricsOptions{SANDBOX_VERSION});
-  client_options.on_call = [&metrics](const sandbox::docker::EngineCall& call) {
-    metrics.RecordEngineCall(call.operation, call.status, call.took);
-  };
-  auto client = sandbox::docker::Client::Connect(curl, client_options);
-  if (!client.ok()) {
-    return Fail(logger, client.error().WithContext("cannot reach the Docker engine at " +
-                                                   engine_config.host));
-  }
-  logger->info("Docker engine at {} (API {})", engine_config.host,
-               (*client)->api_version().ToString());
-  // Everything below reaches the engine through this seam only (engine/container_engine.h).
-  const sandbox::docker::DockerEngine local_engine(engine_config.name, **client, logger);
+  // Everything below reaches the engines through the seam only (engine/container_engine.h).
+  auto engines = ConnectedEngines::Connect(config, curl, metrics, logger);
+  if (!engines.ok()) return Fail(logger, engines.error());
+  const sandbox::engine::EngineList& engine_list = (*engines)->list();
 
   // Every container is labelled with this process as its owner; at start-up only containers
   // of the instance whose owner is provably gone are removed (a live server's are kept).
-  auto self = sandbox::service::DetectOwner(local_engine);
+  auto self = sandbox::service::DetectOwner((*engines)->home());
   if (!self.ok()) return Fail(logger, self.error());
   logger->debug("owner label of this server's containers: {}",
                 sandbox::service::FormatOwner(*self));
-  sandbox::service::SweepOptions sweep;
-  sweep.instance_id = config.instance_id;
-  sweep.self = *self;
-  sweep.engine_local = engine_config.host.rfind("unix://", 0) == 0;
-  sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
-  // Session containers of an earlier run are adopted below rather than removed
-  // (docs/architecture.md, "Upgrades keep sessions").
-  sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
-  auto leftovers = sandbox::service::SweepLeftovers(
-      local_engine, sweep, sandbox::service::SystemOwnerProbe(local_engine), logger);
-  if (!leftovers.ok()) return Fail(logger, leftovers.error());
+  // Every engine is swept; the session containers of all of them are adopted below.
+  std::vector<sandbox::engine::Listed> left_sessions;
+  for (const auto* engine : engine_list) {
+    sandbox::service::SweepOptions sweep;
+    sweep.instance_id = config.instance_id;
+    sweep.self = *self;
+    sweep.engine_local = (*engines)->IsLocal(*engine);
+    sweep.unlabelled_max_life = sandbox::service::LeftoverMaxLife(config);
+    // Session containers of an earlier run are adopted below rather than removed
+    // (docs/architecture.md, "Upgrades keep sessions").
+    sweep.keep_sessions = config.sessions.enabled && config.sessions.restart_grace.count() > 0;
+    auto leftovers = sandbox::service::SweepLeftovers(
+        *engine, sweep, sandbox::service::SystemOwnerProbe(*engine), logger);
+    if (!leftovers.ok()) {
+      return Fail(logger, leftovers.error().WithContext("engine " + engine->name()));
+    }
+    left_sessions.insert(left_sessions.end(), leftovers->left_sessions.begin(),
+                         leftovers->left_sessions.end());
+  }
 
   sandbox::service::ServiceOptions service_options;
   service_options.container_labels[std::string(sandbox::service::kOwnerLabel)] =
       sandbox::service::FormatOwner(*self);
   service_options.container_seccomp_json = profile->compact_json();
   service_options.run_filter_bpf = run_filter->bpf();
+  // Several engines: each is watched (pings); one that goes down takes no new sandboxes and its
+  // sandboxes are dropped, and it is taken back once it answers and its leftovers are gone.
+  sandbox::engine::EngineHealth health(engine_list, sandbox::engine::HealthOptions{});
+  if (engine_list.size() > 1) service_options.health = &health;
   service_options.pool_hooks = [&metrics](const std::string& pool) {
     sandbox::pool::PoolHooks hooks;
     hooks.start_finished = [&metrics, pool](bool ok, std::chrono::microseconds took) {
@@ -144,10 +138,16 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   };
   // The run service, the session manager (null while sessions.enabled is false: no session
   // tool, resource or route is offered) and the adoption of an earlier server's sessions.
-  auto engine = sandbox::service::Engine::Start(config, local_engine, service_options,
-                                                leftovers->left_sessions, logger);
+  auto engine =
+      sandbox::service::Engine::Start(config, engine_list, service_options, left_sessions, logger);
   if (!engine.ok()) return Fail(logger, engine.error());
   sandbox::service::SandboxService& service = (*engine)->service();
+  if (service_options.health != nullptr) {
+    health.AddListener(
+        [&service](const sandbox::engine::ContainerEngine& changed, bool up,
+                   const std::string& why) { return service.EngineChanged(changed, up, why); });
+    health.Start();
+  }
   sandbox::service::SessionManager* session_manager = (*engine)->sessions();
   sandbox::exec::SessionService* sessions = session_manager;
   // Sessions end (their containers go) before the pools they came from stop; with
@@ -158,7 +158,10 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
             "next server "
             "(sessions.restart_grace_s)"
           : "stopped; all sandbox containers removed";
-  auto shutdown_engine = [&] { (*engine)->Shutdown(); };
+  auto shutdown_engine = [&] {
+    health.Stop();  // its listener calls the service
+    (*engine)->Shutdown();
+  };
 
   // Every byte held for a client comes out of this one budget (docs/memory-budget.md).
   const std::int64_t machine_bytes = MachineMemoryBytes();
@@ -184,13 +187,15 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
                        .load_config = [&invocation] { return invocation.Reload(); },
                        .signals = signals,
                        .logger = logger};
-  const int code =
-      config.server.stdio
-          ? ServeStdio(front)
-          : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &local_engine, &service,
-                                         session_manager, &tasks});
+  const int code = config.server.stdio
+                       ? ServeStdio(front)
+                       : ServeHttp(front, HttpSources{served.runs(), served.sessions(), &service,
+                                                      session_manager, &service, &tasks});
   tasks.Shutdown();
-  if (code != 0) return code;
+  if (code != 0) {
+    health.Stop();
+    return code;
+  }
   shutdown_engine();
   logger->info("{}", stopped_line);
   return 0;

@@ -71,6 +71,7 @@ LogFields AuditFields(const AuditOptions& options, const std::string& principal,
     add("stderr_bytes", size(r.stderr_text.size()));
     add("images", size(r.images.size()));
     add("files", size(r.files.size()));
+    add("engine", r.engine.empty() ? std::string("-") : Cut(r.engine, kLogValueMaxBytes));
     add("sandbox", r.sandbox_id.empty() ? std::string("-") : r.sandbox_id);
     add("session", SessionDigest(session_id));
   }

@@ -5,19 +5,18 @@
 namespace sandbox::service {
 
 Result<std::unique_ptr<Engine>> Engine::Start(const config::Config& config,
-                                              const engine::ContainerEngine& container_engine,
+                                              const engine::EngineList& engines,
                                               const ServiceOptions& options,
                                               const std::vector<engine::Listed>& left_sessions,
                                               const std::shared_ptr<spdlog::logger>& logger) {
   std::unique_ptr<Engine> engine(new Engine());
-  auto service = SandboxService::Create(config, container_engine, options, logger);
+  auto service = SandboxService::Create(config, engines, options, logger);
   if (!service.ok()) return service.error();
   engine->service_ = std::move(*service);
   engine->service_->Start();
   if (config.sessions.enabled) {
-    engine->sessions_ =
-        SessionManager::Create(config, engine->service_->resolver(),
-                               HarnessSandboxMaker::On(container_engine, logger), options, logger);
+    engine->sessions_ = SessionManager::Create(config, engine->service_->resolver(),
+                                               engine->service_->makers(), options, logger);
     engine->sessions_->Adopt(left_sessions);
     engine->sessions_->Start();
   }

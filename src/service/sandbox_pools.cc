@@ -180,14 +180,14 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::StartForSession(
 }
 
 Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::Adopt(
-    const std::string& container_id) {
-  auto sandbox = runner::HarnessSandbox::Adopt(engine_, setup(), container_id, logger_);
+    const engine::Listed& container) {
+  auto sandbox = runner::HarnessSandbox::Adopt(engine_, setup(), container.id, logger_);
   if (!sandbox.ok()) return sandbox.error();
   return std::unique_ptr<runner::Sandbox>(std::move(*sandbox));
 }
 
-void HarnessSandboxMaker::Remove(const std::string& container_id) {
-  runner::ContainerHandle(&engine_, container_id, logger_).Remove();
+void HarnessSandboxMaker::Remove(const engine::Listed& container) {
+  runner::ContainerHandle(&engine_, container.id, logger_).Remove();
 }
 
 std::string HarnessSandboxMaker::python_version() const {

@@ -36,6 +36,7 @@ class NullObserver final : public exec::RunObserver {};
 
 // One run watched by SandboxService::StartWatch until its `started`.
 struct WatchedRun {
+  const engine::ContainerEngine* engine = nullptr;  // the one the run's sandbox is on
   std::string container_id;
   std::atomic<bool> started{false};
   std::atomic<bool> lost{false};  // the watch found its container paused or gone
@@ -97,8 +98,8 @@ constexpr std::chrono::seconds kPingTimeout{2};
 // gone, so it is retried at once instead of at its deadline. One thread for the service.
 class SandboxService::StartWatch {
  public:
-  StartWatch(const engine::ContainerEngine& engine, std::shared_ptr<spdlog::logger> logger)
-      : engine_(engine), logger_(std::move(logger)), thread_([this] { Loop(); }) {}
+  explicit StartWatch(std::shared_ptr<spdlog::logger> logger)
+      : logger_(std::move(logger)), thread_([this] { Loop(); }) {}
   ~StartWatch() {
     {
       std::lock_guard lock(mu_);
@@ -117,6 +118,22 @@ class SandboxService::StartWatch {
   void Remove(const std::shared_ptr<WatchedRun>& run) {
     std::lock_guard lock(mu_);
     runs_.remove_if([&](const Entry& e) { return e.run == run; });
+  }
+  // Every run in flight on `engine` is lost: cancelled at once, `why` its detail. Returns how
+  // many.
+  int LoseEngine(const engine::ContainerEngine& engine, const std::string& why) {
+    std::vector<std::shared_ptr<WatchedRun>> lost;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& e : runs_) {
+        if (e.run->engine != &engine || e.run->lost) continue;
+        e.run->lost_why = why;
+        e.run->lost = true;
+        lost.push_back(e.run);
+      }
+    }
+    for (const auto& run : lost) run->cancel.Cancel();
+    return static_cast<int>(lost.size());
   }
 
  private:
@@ -143,7 +160,8 @@ class SandboxService::StartWatch {
   }
 
   void Check(WatchedRun& run) const {
-    auto state = engine_.Inspect(run.container_id, engine::DeadlineAfter(kInspectTimeout));
+    if (run.engine == nullptr) return;
+    auto state = run.engine->Inspect(run.container_id, engine::DeadlineAfter(kInspectTimeout));
     std::string why;
     if (!state.ok() && state.error().code() == ErrorCode::kNotFound) {
       why = "its container no longer exists";
@@ -160,7 +178,6 @@ class SandboxService::StartWatch {
     run.cancel.Cancel();
   }
 
-  const engine::ContainerEngine& engine_;
   std::shared_ptr<spdlog::logger> logger_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -259,29 +276,61 @@ std::chrono::seconds LeftoverMaxLife(const config::Config& config) {
   return longest + kMargin;
 }
 
-SandboxService::SandboxService(const config::Config& config, const engine::ContainerEngine& engine,
+SandboxService::SandboxService(const config::Config& config, engine::EngineList engines,
                                ServiceOptions options, std::shared_ptr<spdlog::logger> logger)
     : config_(config),
-      engine_(engine),
+      engines_(std::move(engines)),
       options_(std::move(options)),
       logger_(std::move(logger)),
       // Admin changes of a pool's limits live in its maker; new runs take them.
       resolver_(
           config, options_.input,
           [this](const config::PoolConfig& pc) { return pools_.at(pc.name).maker->limits(); }),
-      watch_(std::make_unique<StartWatch>(engine_, logger_)) {}
+      watch_(std::make_unique<StartWatch>(logger_)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::Create(
     const config::Config& config, const engine::ContainerEngine& engine, ServiceOptions options,
     std::shared_ptr<spdlog::logger> logger) {
-  for (const auto& pc : config.pools) {
-    SANDBOX_RETURN_IF_ERROR(
-        CheckPoolImage(pc, engine.CheckImage(pc.image, engine.DefaultDeadline())));
-  }
+  return Create(config, engine::EngineList{&engine}, std::move(options), std::move(logger));
+}
+
+Result<std::unique_ptr<SandboxService>> SandboxService::Create(
+    const config::Config& config, const engine::EngineList& engines, ServiceOptions options,
+    std::shared_ptr<spdlog::logger> logger) {
+  if (engines.empty()) return Error(ErrorCode::kUnavailable, "no container engine is connected");
   std::unique_ptr<SandboxService> service(
-      new SandboxService(config, engine, std::move(options), std::move(logger)));
-  service->pools_ = BuildPools(config, PoolPurpose::kRuns, service->options_,
-                               HarnessSandboxMaker::On(engine, service->logger_), service->logger_);
+      new SandboxService(config, engines, std::move(options), std::move(logger)));
+  for (const auto& pc : config.pools) {
+    engine::EngineList& placeable = service->placeable_[pc.name];
+    std::vector<std::string> refusals;
+    for (const auto& name : config::PoolEngineNames(pc, config.docker)) {
+      const engine::ContainerEngine* engine = engine::FindEngine(engines, name);
+      Status usable =
+          engine == nullptr
+              ? Status(Error(ErrorCode::kUnavailable,
+                             "it was not reachable when the server started (restart "
+                             "the server once it answers)"))
+              : CheckPoolImage(pc, engine->CheckImage(pc.image, engine->DefaultDeadline()));
+      // One engine: its image is a start-up requirement, as it always was.
+      if (!usable.ok() && engines.size() == 1) return usable.error();
+      if (usable.ok()) {
+        placeable.push_back(engine);
+        continue;
+      }
+      refusals.push_back("engine " + name + ": " + usable.error().message());
+      service->excluded_.push_back({pc.name, name, usable.error().message()});
+      service->logger_->warn("pool '{}': engine {} is left out of it: {}", pc.name, name,
+                             usable.error().message());
+    }
+    if (placeable.empty()) {
+      std::string why;
+      for (const auto& r : refusals) why += (why.empty() ? "" : "; ") + r;
+      return Error(ErrorCode::kUnavailable,
+                   "pool '" + pc.name + "' has no engine it can run on: " + why);
+    }
+  }
+  service->pools_ = BuildPools(config, PoolPurpose::kRuns, service->options_, service->makers(),
+                               service->logger_);
   return service;
 }
 
@@ -300,14 +349,65 @@ const PoolEntry* SandboxService::FindPool(const std::string& name) const {
   return it == pools_.end() ? nullptr : &it->second;
 }
 
+bool SandboxService::EngineChanged(const engine::ContainerEngine& engine, bool up,
+                                   const std::string& why) {
+  const std::string& name = engine.name();
+  if (!up) {
+    const std::string lost = "engine " + name + " was lost (" + why + ")";
+    logger_->error("{}: no new sandboxes there; its idle ones are dropped and its runs end", lost);
+    int dropped = 0;
+    for (auto& [pool, entry] : pools_) {
+      dropped += entry.pool->RetireIf(
+          [&name](runner::Sandbox& sandbox) {
+            if (sandbox.engine() != name) return false;
+            sandbox.Leave();  // no call to the engine that is down
+            return true;
+          },
+          "engine " + name + " is down");
+    }
+    const int runs = watch_->LoseEngine(engine, lost);
+    logger_->warn("engine {}: {} idle sandbox(es) dropped, {} run(s) in flight ended", name,
+                  dropped, runs);
+    return true;
+  }
+  // Back: what this instance left there (sandboxes dropped while it was down, runs that were in
+  // flight) goes before it takes new sandboxes.
+  auto removed = RemoveLeftovers(engine, config_.instance_id, logger_);
+  if (!removed.ok()) {
+    logger_->warn(
+        "engine {} answers again but its leftovers could not be removed ({}); it stays "
+        "out of placements",
+        name, removed.error().ToString());
+    return false;
+  }
+  logger_->info(
+      "engine {} is back: {} leftover container(s) of this instance removed; it takes "
+      "new sandboxes again",
+      name, *removed);
+  return true;
+}
+
+std::string SandboxService::EngineWords(const engine::ContainerEngine& engine) const {
+  std::string words = "the " + std::string(engine.kind()) + " engine";
+  if (engines_.size() > 1) words += " " + engine.name();
+  return words;
+}
+
 SandboxService::Loss SandboxService::ExplainLoss(const runner::Sandbox& sandbox) const {
-  auto state = engine_.Inspect(sandbox.container_id(), engine::DeadlineAfter(kInspectTimeout));
+  const engine::ContainerEngine* engine = engine::FindEngine(engines_, sandbox.engine());
+  if (engine == nullptr) return {false, "its engine \"" + sandbox.engine() + "\" is not known"};
+  if (options_.health != nullptr && !options_.health->Up(engine->name())) {
+    return {true, "engine " + engine->name() + " is down"};  // no call that could hang on it
+  }
+  auto state = engine->Inspect(sandbox.container_id(), engine::DeadlineAfter(kInspectTimeout));
   if (!state.ok()) {
     if (state.error().code() == ErrorCode::kNotFound) {
       return {true, "its container " + sandbox.Name() + " no longer exists (removed or killed)"};
     }
-    return {false, "the " + std::string(engine_.kind()) + " engine does not answer (" +
-                       state.error().message() + ")"};
+    // With several engines, one that does not answer has lost the sandbox for this server:
+    // the run may go to another engine (it was not lost by its code).
+    return {engines_.size() > 1,
+            EngineWords(*engine) + " does not answer (" + state.error().message() + ")"};
   }
   if (state->paused) return {true, "its container was paused"};
   if (!state->running) {
@@ -316,14 +416,18 @@ SandboxService::Loss SandboxService::ExplainLoss(const runner::Sandbox& sandbox)
   return {false, {}};
 }
 
-Error SandboxService::WithEngineState(const Error& error) const {
+Error SandboxService::WithEngineState(const PoolEntry& entry, const Error& error) const {
   if (error.code() != ErrorCode::kBusy) return error;
-  // "Busy" may really be an engine that no longer answers: starts hang or fail. Say so.
-  auto ping = engine_.Ping(engine::DeadlineAfter(kPingTimeout));
-  if (ping.ok()) return error;
-  return Error(ErrorCode::kUnavailable, "the " + std::string(engine_.kind()) +
-                                            " engine does not answer (" + ping.error().message() +
-                                            "), so no sandbox could be had: " + error.message());
+  // "Busy" may really be engines that no longer answer: starts hang or fail. Say so.
+  std::string silent;
+  for (const auto* engine : placeable_.at(entry.config->name)) {
+    auto ping = engine->Ping(engine::DeadlineAfter(kPingTimeout));
+    if (ping.ok()) return error;
+    silent += (silent.empty() ? "" : "; ") + EngineWords(*engine) + " does not answer (" +
+              ping.error().message() + ")";
+  }
+  return Error(ErrorCode::kUnavailable,
+               silent + ", so no sandbox could be had: " + error.message());
 }
 
 Result<SandboxLease> SandboxService::AcquireFor(const PoolEntry& entry,
@@ -344,9 +448,10 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
   const PoolEntry* entry = FindPool(request.pool);
   for (int attempt = 1;; ++attempt) {
     auto lease = AcquireFor(*entry, request.principal, attempt > 1);
-    if (!lease.ok()) return WithEngineState(lease.error());
+    if (!lease.ok()) return WithEngineState(*entry, lease.error());
     runner::Sandbox* sandbox = lease->get();
     auto watched = std::make_shared<WatchedRun>();
+    watched->engine = engine::FindEngine(engines_, sandbox->engine());
     watched->container_id = sandbox->container_id();
     // The caller's token outlives this run and never drops a callback: hold the run's state.
     cancel.OnCancel([watched] { watched->cancel.Cancel(); });
@@ -357,9 +462,13 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
     if (!sandbox->Reusable()) lease->Discard();
     const bool lost_by_watch = watched->lost && !cancel.IsCancelled();
     if (lost_by_watch) {
+      // Its engine is down: the container is left to the sweep when the engine is back, so
+      // destroying the sandbox calls nothing that could hang on it.
+      if (options_.health != nullptr && !options_.health->Up(sandbox->engine())) sandbox->Leave();
       lease->Discard();
       result.verdict = exec::Verdict::kInternal;
-      result.detail = "the sandbox was lost before the run started";
+      result.detail = relay.delivered() ? "the run's sandbox was lost"
+                                        : "the sandbox was lost before the run started";
     }
     if (result.verdict != exec::Verdict::kInternal) return result;
     const Loss loss = lost_by_watch ? Loss{true, watched->lost_why} : ExplainLoss(*sandbox);
@@ -396,8 +505,11 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      {"idle", stats.idle},
                      {"leased", stats.leased},
                      {"starting", stats.starting},
-                     {"max_total", stats.sizes.max_total}});
+                     {"max_total", stats.sizes.max_total},
+                     {"engines", PoolEnginesJson(pc, entry)}});
   }
+  // Each engine's state (up, down, draining) and where each pool's sandboxes are.
+  info.info["engines"] = Engines();
   info.info["default_pool"] = config_.default_pool;
   info.info["network"] = "none";
   // What is installed, probed once per image (pools sharing an image share the answer): a
@@ -418,6 +530,28 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   }
   info.info["pools"] = std::move(pools);
   return info;
+}
+
+json SandboxService::PoolEnginesJson(const config::PoolConfig& pc, const PoolEntry& entry) const {
+  const auto placements = entry.maker->placements();
+  json out = json::array();
+  for (const auto& name : config::PoolEngineNames(pc, config_.docker)) {
+    json one = {{"name", name}, {"state", "placed"}};
+    for (const auto& x : excluded_) {
+      if (x.pool == pc.name && x.engine == name) {
+        one["state"] = "excluded";
+        one["why"] = x.why;
+      }
+    }
+    for (const auto& p : placements) {
+      if (p.engine != name) continue;
+      one["sandboxes"] = p.alive;
+      one["starting"] = p.starting;
+      if (p.backing_off) one["last_start_error"] = p.last_error;
+    }
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 Result<json> SandboxService::ProbePackages(const std::string& pool, const std::string& image) {
@@ -580,6 +714,69 @@ std::optional<pool::DrainProgress> SandboxService::Drain(const std::string& pool
   auto it = pools_.find(pool);
   if (it == pools_.end()) return std::nullopt;
   return it->second.pool->Drain();
+}
+
+}  // namespace sandbox::service
+
+namespace sandbox::service {
+
+nlohmann::json SandboxService::Engines() const {
+  json out = json::array();
+  std::vector<engine::EngineStatus> statuses;
+  if (options_.health != nullptr) statuses = options_.health->Statuses();
+  for (const auto* engine : engines_) {
+    json one = {{"name", engine->name()}, {"kind", std::string(engine->kind())}, {"state", "up"}};
+    for (const auto& s : statuses) {
+      if (s.name != engine->name()) continue;
+      one["state"] = !s.up ? "down" : s.draining ? "draining" : "up";
+      if (!s.why.empty()) one["why"] = s.why;
+      one["since"] =
+          std::chrono::duration_cast<std::chrono::seconds>(s.since.time_since_epoch()).count();
+    }
+    json pools = json::array();
+    for (const auto& [name, entry] : pools_) {
+      for (auto pool : PoolEnginesJson(*entry.config, entry)) {
+        if (pool["name"] != engine->name()) continue;
+        pool["name"] = name;
+        pools.push_back(std::move(pool));
+      }
+    }
+    one["pools"] = std::move(pools);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+Result<nlohmann::json> SandboxService::DrainEngine(const std::string& name, bool drain) {
+  const engine::ContainerEngine* engine = engine::FindEngine(engines_, name);
+  if (engine == nullptr) {
+    std::string known;
+    for (const auto* e : engines_) known += (known.empty() ? "" : ", ") + e->name();
+    return Error(ErrorCode::kNotFound, "no engine \"" + name + "\" (engines: " + known + ")");
+  }
+  if (options_.health == nullptr) {
+    return Error(ErrorCode::kConflict,
+                 "engine " + name +
+                     " is this server's only engine: drain its pools instead (POST "
+                     "/admin/pools/{name}/drain)");
+  }
+  options_.health->SetDraining(name, drain);
+  if (drain) {
+    int retired = 0;
+    for (auto& [pool, entry] : pools_) {
+      retired += entry.pool->RetireIf(
+          [&name](runner::Sandbox& sandbox) { return sandbox.engine() == name; },
+          "engine " + name + " is draining");
+    }
+    logger_->info("engine {} drains: no new sandboxes there, {} idle one(s) retired", name,
+                  retired);
+  } else {
+    logger_->info("engine {} takes new sandboxes again (undrained)", name);
+  }
+  for (auto& one : Engines()) {
+    if (one["name"] == name) return one;
+  }
+  return json::object();
 }
 
 }  // namespace sandbox::service

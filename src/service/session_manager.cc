@@ -230,13 +230,13 @@ int SessionManager::Adopt(const std::vector<engine::Listed>& left) {
     auto pool_label = c.labels.find(std::string(runner::kPoolLabel));
     auto entry = pool_label == c.labels.end() ? pools_.end() : pools_.find(pool_label->second);
     if (entry == pools_.end() || context.grace.count() <= 0) {
-      if (!pools_.empty()) pools_.begin()->second.maker->Remove(c.id);
+      if (!pools_.empty()) pools_.begin()->second.maker->Remove(c);
       removed(context.grace.count() <= 0 ? "sessions.restart_grace_s is 0"
                                          : "its pool is not configured");
       continue;
     }
     // Owned from here on: every path that does not adopt it removes it.
-    auto sandbox = entry->second.maker->Adopt(c.id);
+    auto sandbox = entry->second.maker->Adopt(c);
     if (!sandbox.ok()) {
       removed(sandbox.error().message());
       continue;

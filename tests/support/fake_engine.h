@@ -46,6 +46,7 @@ class FakeEngine final : public engine::ContainerEngine {
   // A sandbox the engine has, e.g. one an earlier server left.
   void Add(engine::Listed listed, engine::SandboxState state) {
     std::lock_guard lock(mu_);
+    if (listed.engine.empty()) listed.engine = name_;
     std::string id = listed.id;
     sandboxes_[id] = Held{std::move(listed), std::move(state)};
   }
@@ -93,7 +94,7 @@ class FakeEngine final : public engine::ContainerEngine {
     state.status = "running";
     state.running = true;
     state.started_at = "t" + std::to_string(launched_);
-    sandboxes_[id] = Held{engine::Listed{id, "running", 0, spec.labels}, state};
+    sandboxes_[id] = Held{engine::Listed{id, "running", 0, spec.labels, name_}, state};
     calls_.push_back("launch " + id);
     return engine::Launched{id, std::make_unique<FakeStream>()};
   }

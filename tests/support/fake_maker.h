@@ -30,15 +30,15 @@ class FakeMaker final : public service::SandboxMaker {
   Result<std::unique_ptr<runner::Sandbox>> StartForSession(const std::string& session_id) override {
     return Start(session_id);
   }
-  Result<std::unique_ptr<runner::Sandbox>> Adopt(const std::string& container_id) override {
-    (void)container_id;
+  Result<std::unique_ptr<runner::Sandbox>> Adopt(const engine::Listed& container) override {
+    (void)container;
     auto sandbox = std::make_unique<FakeSandbox>(world_, setup_.pool.name, std::string());
     sandbox->set_resume(world_.resume());
     return std::unique_ptr<runner::Sandbox>(std::move(sandbox));
   }
-  void Remove(const std::string& container_id) override {
+  void Remove(const engine::Listed& container) override {
     std::lock_guard lock(mu_);
-    removed_.push_back(container_id);
+    removed_.push_back(container.id);
   }
   config::Limits limits() const override {
     std::lock_guard lock(mu_);

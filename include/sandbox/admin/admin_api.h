@@ -6,6 +6,9 @@
 //                                     autoscale (PoolTuner::Patch); answers the pool after it
 //   POST  /admin/pools/{name}/drain   replace every sandbox of the pool (202, the progress)
 //   GET   /admin/pools/{name}/drain   the latest drain's progress
+//   GET   /admin/engines              every engine: up, down or draining, and its pools
+//   POST  /admin/engines/{name}/drain    no new sandboxes there, its idle ones retired
+//   POST  /admin/engines/{name}/undrain  takes it back (also DELETE .../drain)
 //
 // Authentication is the RequestGuard's (admin tokens only; a run token gets 401, and without
 // admin tokens the routes answer 404); the handlers take the admin principal's name for the
@@ -20,6 +23,7 @@
 #include <string_view>
 
 #include "sandbox/admin/pool_tuner.h"
+#include "sandbox/service/engine_control.h"
 
 namespace sandbox::admin {
 
@@ -28,6 +32,8 @@ struct AdminApiOptions {
   // http::RequestGuard::AdminPrincipal.
   std::function<std::string(std::string_view authorization)> principal;
   std::size_t max_body_bytes = std::size_t{64} * 1024;  // a PATCH body is a handful of fields
+  // The engines' routes; null: they answer 404.
+  service::EngineControl* engines = nullptr;
 };
 
 class AdminApi {

@@ -95,6 +95,7 @@ struct Listed {
   std::string state;
   std::int64_t created = 0;  // unix seconds; 0: unknown
   Labels labels;
+  std::string engine;  // the name of the engine that listed it (ContainerEngine::name())
 };
 
 // What CheckImage finds of an image the engine has.
@@ -155,5 +156,17 @@ class ContainerEngine {
   // Every sandbox, running or not, that carries all of `all_of` (label = value).
   virtual Result<std::vector<Listed>> List(const Labels& all_of, Deadline deadline) const = 0;
 };
+
+// The engines a server runs on, in configuration order (main owns them; they outlive every
+// user of the list).
+using EngineList = std::vector<const ContainerEngine*>;
+
+// The engine of that name in `engines`; null when there is none.
+inline const ContainerEngine* FindEngine(const EngineList& engines, std::string_view name) {
+  for (const auto* engine : engines) {
+    if (engine->name() == name) return engine;
+  }
+  return nullptr;
+}
 
 }  // namespace sandbox::engine

@@ -95,6 +95,8 @@ struct RunResult {
   bool images_truncated = false;
   std::string detail;  // a human-readable reason for non-ok verdicts
   std::string pool;    // the pool that served the run
+  // The engine (docker.engines name) of the sandbox that served it; empty when none did.
+  std::string engine;
   // The sandbox (container id, 12 hex digits) that served it: for the operator's audit log,
   // never sent to clients.
   std::string sandbox_id;

@@ -64,6 +64,18 @@ struct KeptResultsSnapshot {
   std::uint64_t evicted_total = 0;
 };
 
+// One engine at a scrape: whether it answered the scrape's ping.
+struct EngineSnapshot {
+  std::string name;
+  bool up = false;
+};
+
+// An engine left out of a pool at start-up (its image missing, or it was unreachable).
+struct ExclusionSnapshot {
+  std::string engine;
+  std::string pool;
+};
+
 // What a scrape reads off the running server.
 struct Snapshot {
   std::vector<PoolSnapshot> pools;
@@ -73,7 +85,8 @@ struct Snapshot {
   std::size_t stream_slots = 0;             // server.max_streams
   // Kept task results; nullopt without a task store.
   std::optional<KeptResultsSnapshot> task_results;
-  bool engine_up = false;  // the last engine ping answered
+  std::vector<EngineSnapshot> engines;      // every connected engine, pinged by the scrape
+  std::vector<ExclusionSnapshot> excluded;  // engines left out of pools at start-up
   // The in-flight byte budget (memory.inflight_bytes, docs/memory-budget.md).
   std::int64_t inflight_bytes = 0;     // held for clients now
   std::int64_t inflight_capacity = 0;  // the budget; 0: not reported
@@ -100,8 +113,10 @@ class Metrics {
   void RecordRunError(RunKind kind, ErrorCode code);
   void RecordAcquire(std::string_view pool, bool ok, std::chrono::microseconds waited);
   void RecordContainerStart(std::string_view pool, bool ok, std::chrono::microseconds took);
-  // `operation` is a template (docker::OperationOf); status 0: no answer.
-  void RecordEngineCall(std::string_view operation, long status, std::chrono::microseconds took);
+  // `engine` a configured engine's name; `operation` a template (docker::OperationOf); status 0:
+  // no answer.
+  void RecordEngineCall(std::string_view engine, std::string_view operation, long status,
+                        std::chrono::microseconds took);
   // `route` is a template (RouteOf below).
   void RecordHttpRequest(std::string_view route, std::string_view method, int status);
   // A live change of a pool setting: `field` one of min_idle, max_total, max_concurrent_starts,

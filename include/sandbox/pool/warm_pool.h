@@ -39,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -305,6 +306,11 @@ class WarmPool {
   // they are created from the image as the engine has it by then. A drain begun while another
   // is in progress replaces the first's remaining sandboxes too.
   DrainProgress Drain();
+  // Retires at once every idle sandbox `pick` selects (called under the pool's lock, once per
+  // idle sandbox: it must not block; it may prepare the sandbox for its destruction, e.g. tell it
+  // to leave its container to a later sweep). Replacements start as min_idle asks. Leased and
+  // starting sandboxes are not touched. Returns how many were retired; `why` is for the log.
+  int RetireIf(const std::function<bool(T&)>& pick, std::string_view why);
 
   PoolStats stats() const;
   // The options it was built with; the sizes and autoscaler there are the initial ones (sizes()

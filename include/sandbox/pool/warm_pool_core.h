@@ -145,6 +145,24 @@ class PoolCore : public std::enable_shared_from_this<PoolCore<T>> {
     return DrainLocked();
   }
 
+  int RetireIf(const std::function<bool(T&)>& pick, std::string_view why) {
+    std::unique_lock lock(mu_);
+    std::vector<IdleEntry> picked;
+    for (auto it = idle_.begin(); it != idle_.end();) {
+      if (pick(*it->sandbox)) {
+        picked.push_back(std::move(*it));
+        it = idle_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (picked.empty()) return 0;
+    logger_->info("pool '{}': retiring {} idle sandbox(es): {}", options_.name, picked.size(), why);
+    work_cv_.notify_all();
+    for (IdleEntry& entry : picked) Dispose(lock, std::move(entry.sandbox), entry.generation);
+    return static_cast<int>(picked.size());
+  }
+
   void Shutdown() {
     std::lock_guard lifecycle(lifecycle_mu_);
     {
@@ -927,6 +945,11 @@ AutoscaleOptions WarmPool<T>::autoscale() const {
 template <typename T>
 DrainProgress WarmPool<T>::Drain() {
   return core_->Drain();
+}
+
+template <typename T>
+int WarmPool<T>::RetireIf(const std::function<bool(T&)>& pick, std::string_view why) {
+  return core_->RetireIf(pick, why);
 }
 
 template <typename T>

@@ -22,11 +22,12 @@ namespace sandbox::service {
 
 class Engine {
  public:
-  // Builds and starts everything over HarnessSandboxes on `container_engine`; the session
-  // containers in `left_sessions` (SweepCounts::left_sessions) are adopted or removed first.
-  // `config` and `container_engine` must outlive the engine.
+  // Builds and starts everything over HarnessSandboxes on `engines` (each pool on its own,
+  // SandboxService::Create); the session containers in `left_sessions` (the sweeps'
+  // SweepCounts::left_sessions, of every engine) are adopted or removed first. `config` and
+  // `engines` must outlive the engine.
   static Result<std::unique_ptr<Engine>> Start(const config::Config& config,
-                                               const engine::ContainerEngine& container_engine,
+                                               const engine::EngineList& engines,
                                                const ServiceOptions& options,
                                                const std::vector<engine::Listed>& left_sessions,
                                                const std::shared_ptr<spdlog::logger>& logger);

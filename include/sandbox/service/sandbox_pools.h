@@ -20,6 +20,7 @@
 
 #include "sandbox/config/config.h"
 #include "sandbox/engine/container_engine.h"
+#include "sandbox/engine/engine_health.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/harness_sandbox.h"
 #include "sandbox/runner/sandbox.h"
@@ -28,6 +29,16 @@ namespace sandbox::service {
 
 using SandboxPool = pool::WarmPool<runner::Sandbox>;
 using SandboxLease = pool::Lease<runner::Sandbox>;
+
+// One engine of a pool that runs on several, as its maker sees it (sandbox_info, tests).
+struct EnginePlacement {
+  std::string engine;
+  int alive = 0;     // sandboxes made (or adopted) there and not yet destroyed
+  int starting = 0;  // starts in flight there
+  int failures_in_row = 0;
+  bool backing_off = false;
+  std::string last_error;  // of its last failed start; "" after a success
+};
 
 // Makes the sandboxes of one pool: the warm ones its pool keeps (pool::SandboxFactory), and
 // the ones a session needs outside the pool.
@@ -38,17 +49,19 @@ class SandboxMaker : public pool::SandboxFactory<runner::Sandbox> {
   // restart (labels are fixed at creation). For session setups with a watchdog.
   virtual Result<std::unique_ptr<runner::Sandbox>> StartForSession(
       const std::string& session_id) = 0;
-  // Takes over a running session container an earlier server left: owned from here on (it
-  // is removed when the sandbox is destroyed, also when this fails).
-  virtual Result<std::unique_ptr<runner::Sandbox>> Adopt(const std::string& container_id) = 0;
+  // Takes over a running session container an earlier server left (on the engine that listed
+  // it): owned from here on (it is removed when the sandbox is destroyed, also when this fails).
+  virtual Result<std::unique_ptr<runner::Sandbox>> Adopt(const engine::Listed& container) = 0;
   // Removes a container this maker will not adopt.
-  virtual void Remove(const std::string& container_id) = 0;
+  virtual void Remove(const engine::Listed& container) = 0;
   // The pool's default run limits now; sandboxes started from here on are built with them.
   virtual config::Limits limits() const = 0;
   virtual void SetLimits(const config::Limits& limits) = 0;
   // "major.minor" of the interpreter, as the last sandbox that became ready reported it; ""
   // until one has.
   virtual std::string python_version() const = 0;
+  // Where the pool's sandboxes are, engine by engine; empty when it runs on one engine.
+  virtual std::vector<EnginePlacement> placements() const { return {}; }
 };
 
 // What the pools are for: they differ in the harness's mode, the pool's sizes and its mode.
@@ -66,6 +79,9 @@ struct ServiceOptions {
   // The metrics observers of each pool, by the pool's name (session pools are "<pool>/sessions");
   // empty: none.
   std::function<pool::PoolHooks(const std::string& pool_name)> pool_hooks;
+  // Which engines take new sandboxes (several engines only; null: all of them, always); the
+  // admin API drains engines through it.
+  engine::EngineHealth* health = nullptr;
 };
 
 // One configured pool as the engine holds it. The maker outlives the pool (declared first, so
@@ -103,8 +119,8 @@ class HarnessSandboxMaker final : public SandboxMaker {
   // Starts without the preload while requests wait (pool.skip_preload_when_queued).
   Result<std::unique_ptr<runner::Sandbox>> CreateFor(const pool::StartContext& context) override;
   Result<std::unique_ptr<runner::Sandbox>> StartForSession(const std::string& session_id) override;
-  Result<std::unique_ptr<runner::Sandbox>> Adopt(const std::string& container_id) override;
-  void Remove(const std::string& container_id) override;
+  Result<std::unique_ptr<runner::Sandbox>> Adopt(const engine::Listed& container) override;
+  void Remove(const engine::Listed& container) override;
   // Starts in flight give up (their containers are removed); later ones fail at once.
   void CancelStarts() override { cancel_starts_.store(true); }
   config::Limits limits() const override;

@@ -24,7 +24,9 @@
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/pool/warm_pool.h"
 #include "sandbox/runner/sandbox.h"
+#include "sandbox/service/engine_control.h"
 #include "sandbox/service/owner.h"
+#include "sandbox/service/placing_maker.h"
 #include "sandbox/service/request_resolver.h"
 #include "sandbox/service/sandbox_pools.h"
 #include "sandbox/service/tunable_pools.h"
@@ -69,11 +71,28 @@ Result<SweepCounts> SweepLeftovers(const engine::ContainerEngine& engine,
 // container older than this cannot be a live server's.
 std::chrono::seconds LeftoverMaxLife(const config::Config& config);
 
-class SandboxService final : public exec::ExecutionService, public TunablePools {
+// An engine left out of a pool at start-up, and why (its image is missing there, or it was not
+// reachable when the server started).
+struct EngineExclusion {
+  std::string pool;
+  std::string engine;
+  std::string why;  // what was wrong and the command that fixes it
+};
+
+class SandboxService final : public exec::ExecutionService,
+                             public TunablePools,
+                             public EngineControl {
  public:
-  // Checks that every pool's image exists (a clear error naming it otherwise). Starts no pool;
-  // starts the watch thread of runs waiting for their `started` (see Run). `engine` must
-  // outlive the service.
+  // Checks every pool's image on each engine of the pool (pools[].engines; `engines` are the
+  // ones connected). An engine that lacks it, or is not among `engines`, is left out of that
+  // pool (logged, excluded()); a pool left with no engine is an error naming the image, as is
+  // any missing image on a server of one engine. Starts no pool; starts the watch thread of
+  // runs waiting for their `started` (see Run). The engines must outlive the service.
+  static Result<std::unique_ptr<SandboxService>> Create(const config::Config& config,
+                                                        const engine::EngineList& engines,
+                                                        ServiceOptions options,
+                                                        std::shared_ptr<spdlog::logger> logger);
+  // A server of one engine.
   static Result<std::unique_ptr<SandboxService>> Create(const config::Config& config,
                                                         const engine::ContainerEngine& engine,
                                                         ServiceOptions options,
@@ -104,6 +123,19 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
 
   // The rules requests are checked by, with each pool's default limits as they are now.
   const RequestResolver& resolver() const { return resolver_; }
+  // The makers of pools over the same engines as this service's (the session pools').
+  MakerFactory makers() const {
+    return PlacingMakersOn(placeable_, engines_, options_.health, logger_);
+  }
+  // An engine went down or came back (EngineHealth's listener). Down: the idle sandboxes on it
+  // are retired without a call to it (their containers are left to the sweep when it is back),
+  // and every run in flight there is cancelled and ends `internal` naming the engine (one that
+  // had delivered nothing runs again on another engine). Back: this instance's containers on it
+  // are removed first; false when that failed (it stays out of placements).
+  bool EngineChanged(const engine::ContainerEngine& engine, bool up, const std::string& why);
+  // The engines the service runs on, and those left out of a pool at start-up.
+  const engine::EngineList& engines() const { return engines_; }
+  const std::vector<EngineExclusion>& excluded() const { return excluded_; }
 
   std::vector<std::pair<std::string, pool::PoolStats>> PoolStats() const;
 
@@ -114,13 +146,17 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   bool Apply(const std::string& pool, const PoolSettings& settings) override;
   std::optional<pool::DrainProgress> Drain(const std::string& pool) override;
 
+  // EngineControl.
+  nlohmann::json Engines() const override;
+  Result<nlohmann::json> DrainEngine(const std::string& name, bool drain) override;
+
   static constexpr std::chrono::milliseconds kStartCheckAfter{2000};
 
  private:
   class StartWatch;
 
-  SandboxService(const config::Config& config, const engine::ContainerEngine& engine,
-                 ServiceOptions options, std::shared_ptr<spdlog::logger> logger);
+  SandboxService(const config::Config& config, engine::EngineList engines, ServiceOptions options,
+                 std::shared_ptr<spdlog::logger> logger);
   const PoolEntry* FindPool(const std::string& name) const;
   std::vector<std::string> DeclaredExecutables(const PoolEntry& entry) const;
   std::vector<std::string> LearnedExecutables(const PoolEntry& entry) const;
@@ -136,13 +172,19 @@ class SandboxService final : public exec::ExecutionService, public TunablePools 
   // most the pool's max_total + 1 sandboxes.
   Result<SandboxLease> AcquireFor(const PoolEntry& entry, const std::string& principal,
                                   bool verify) const;
+  // The pool's engines for sandbox_info: placed or excluded (why), and its sandboxes on each.
+  nlohmann::json PoolEnginesJson(const config::PoolConfig& pc, const PoolEntry& entry) const;
   // The Python version and installed distributions of `image`, by a run in `pool`.
   Result<nlohmann::json> ProbePackages(const std::string& pool, const std::string& image);
-  // A pool's kBusy becomes kUnavailable, naming the engine, when the engine does not answer.
-  Error WithEngineState(const Error& error) const;
+  // A pool's kBusy becomes kUnavailable, naming the engines, when none of the pool's answers.
+  Error WithEngineState(const PoolEntry& entry, const Error& error) const;
+  // "the Docker engine" (one engine) or "the Docker engine e2" (several): for messages.
+  std::string EngineWords(const engine::ContainerEngine& engine) const;
 
   const config::Config& config_;
-  const engine::ContainerEngine& engine_;
+  const engine::EngineList engines_;
+  PlaceableEngines placeable_;  // set by Create, before the pools are built
+  std::vector<EngineExclusion> excluded_;
   ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   PoolSet pools_;

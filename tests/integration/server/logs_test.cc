@@ -113,7 +113,8 @@ TEST_F(LogsTest, TextLinesOfARequestNameItAndEachRunHasOneAuditLine) {
   ASSERT_EQ(audit.size(), 1U);
   EXPECT_THAT(audit[0], HasSubstr("[info] [req audit-text-1] run principal=local kind=oneshot "
                                   "pool=default mode=recycle verdict=ok exit_code=0 "));
-  EXPECT_TRUE(std::regex_search(audit[0], std::regex(" sandbox=[0-9a-f]{12} session=-$")))
+  EXPECT_TRUE(
+      std::regex_search(audit[0], std::regex(" engine=local sandbox=[0-9a-f]{12} session=-$")))
       << audit[0];
   EXPECT_TRUE(std::regex_search(audit[0], std::regex(" stdout_bytes=19 "))) << audit[0];
   // No line holds the code; lines of no request (start-up) carry no request id.

@@ -76,7 +76,8 @@ TEST(MetricsTest, SnapshotStatesAreRendered) {
   now.mcp_sessions = 7;
   now.streams_open = 2;
   now.stream_slots = 256;
-  now.engine_up = true;
+  now.engines = {{"local", true}, {"e2", false}};
+  now.excluded = {{"e2", "default"}};
   const std::string text = m.Render(now);
   EXPECT_THAT(text,
               HasSubstr(R"(sandbox_pool_sandboxes{mode="recycle",pool="default",state="idle"} 3)"));
@@ -90,7 +91,9 @@ TEST(MetricsTest, SnapshotStatesAreRendered) {
   EXPECT_THAT(text, HasSubstr("sandbox_sessions_restored_total 2"));
   EXPECT_THAT(text, HasSubstr("sandbox_mcp_sessions 7"));
   EXPECT_THAT(text, HasSubstr("sandbox_http_streams 2"));
-  EXPECT_THAT(text, HasSubstr("sandbox_engine_up 1"));
+  EXPECT_THAT(text, HasSubstr(R"(sandbox_engine_up{engine="local"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(sandbox_engine_up{engine="e2"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(sandbox_engine_excluded{engine="e2",pool="default"} 1)"));
   EXPECT_THAT(text, HasSubstr("# TYPE process_resident_memory_bytes gauge"));
   EXPECT_THAT(text, HasSubstr("process_open_fds "));
 }
@@ -109,8 +112,8 @@ TEST(MetricsTest, KeptTaskResultsAreRenderedOnlyWithATaskStore) {
 
 TEST(MetricsTest, EngineCallsHttpRequestsStartsAndAcquires) {
   Metrics m({"v"});
-  m.RecordEngineCall("POST /containers/{id}/start", 204, std::chrono::milliseconds(3));
-  m.RecordEngineCall("GET /_ping", 0, std::chrono::seconds(2));
+  m.RecordEngineCall("local", "POST /containers/{id}/start", 204, std::chrono::milliseconds(3));
+  m.RecordEngineCall("local", "GET /_ping", 0, std::chrono::seconds(2));
   m.RecordHttpRequest("/v1/execute", "POST", 200);
   m.RecordHttpRequest("other", "BREW", 404);
   m.RecordContainerStart("default", true, std::chrono::milliseconds(900));
@@ -119,9 +122,11 @@ TEST(MetricsTest, EngineCallsHttpRequestsStartsAndAcquires) {
   EXPECT_THAT(
       text,
       HasSubstr(
-          R"(sandbox_engine_requests_total{operation="POST /containers/{id}/start",status="204"} 1)"));
-  EXPECT_THAT(text,
-              HasSubstr(R"(sandbox_engine_requests_total{operation="GET /_ping",status="0"} 1)"));
+          R"(sandbox_engine_requests_total{engine="local",operation="POST /containers/{id}/start",status="204"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(sandbox_engine_requests_total{engine="local",operation="GET /_ping",status="0"} 1)"));
   EXPECT_THAT(
       text,
       HasSubstr(

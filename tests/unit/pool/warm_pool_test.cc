@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -138,6 +139,32 @@ TEST_F(WarmPoolTest, FillsToMinIdleAndStops) {
   EXPECT_EQ(s.leased, 0);
   EXPECT_EQ(s.start_latency_count, 3u);
   EXPECT_FALSE(s.last_start_error.has_value());
+}
+
+TEST_F(WarmPoolTest, RetireIfRetiresThePickedIdleSandboxesAndRefills) {
+  PoolOptions options = Options();
+  options.min_idle = 3;
+  options.max_total = 5;
+  WarmPool& pool = StartPool(options);
+  ASSERT_TRUE(WaitForIdle(3));
+  auto lease = pool.Acquire(std::nullopt, "alice");  // leased: never picked
+  ASSERT_TRUE(lease.ok());
+  const int leased_id = (*lease)->id();
+  ASSERT_TRUE(WaitForIdle(3));
+  std::vector<int> seen;
+  const int retired = pool.RetireIf(
+      [&seen](FakeSandbox& sandbox) {
+        seen.push_back(sandbox.id());
+        return sandbox.id() % 2 == 1;
+      },
+      "odd ones out");
+  EXPECT_EQ(seen.size(), 3u);  // every idle one asked, the leased one not
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), leased_id), 0);
+  EXPECT_EQ(retired, static_cast<int>(std::count_if(seen.begin(), seen.end(),
+                                                    [](int id) { return id % 2 == 1; })));
+  ASSERT_TRUE(WaitForIdle(3));  // refilled to min_idle
+  EXPECT_EQ(pool.stats().destroyed_total, static_cast<std::uint64_t>(retired));
+  EXPECT_EQ(pool.RetireIf([](FakeSandbox&) { return false; }, "none"), 0);
 }
 
 TEST_F(WarmPoolTest, AcquireBeforeStartIsUnavailable) {

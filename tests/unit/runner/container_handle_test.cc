@@ -15,7 +15,7 @@ using ::testing::ElementsAre;
 const std::string kId(64, 'a');
 
 engine::Listed Running(const std::string& id) {
-  return engine::Listed{id, "running", 0, {{"io.sandbox-mcp.managed", "true"}}};
+  return engine::Listed{id, "running", 0, {{"io.sandbox-mcp.managed", "true"}}, "local"};
 }
 
 engine::SandboxState RunningState() {

@@ -33,6 +33,7 @@ exec::RunResult Finished() {
   r.stdout_text = "hello\n";
   r.images.resize(2);
   r.pool = "default";
+  r.engine = "e2";
   r.sandbox_id = "3f9c0a1b2c3d";
   return r;
 }
@@ -42,7 +43,7 @@ TEST(AuditLogTest, AFinishedRunSaysWhoWhereAndHowItEnded) {
   EXPECT_EQ(line,
             "run principal=alice kind=oneshot pool=default mode=recycle verdict=ok exit_code=0 "
             "signal=- code_ms=12 total_ms=31 stdout_bytes=6 stderr_bytes=0 images=2 files=0 "
-            "sandbox=3f9c0a1b2c3d session=-");
+            "engine=e2 sandbox=3f9c0a1b2c3d session=-");
   EXPECT_THAT(line, Not(HasSubstr("secret-code")));
 }
 

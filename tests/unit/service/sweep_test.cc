@@ -61,7 +61,7 @@ class SweepTest : public ::testing::Test {
     labels[std::string(runner::kManagedLabel)] = "true";
     labels[std::string(runner::kInstanceLabel)] = instance;
     if (owner != nullptr) labels[std::string(kOwnerLabel)] = FormatOwner(*owner);
-    engine_.Add(engine::Listed{id, status, 1000, labels}, State(status));
+    engine_.Add(engine::Listed{id, status, 1000, labels, "local"}, State(status));
   }
 
   SweepOptions Options() const {
@@ -135,9 +135,9 @@ TEST_F(SweepTest, RemoveLeftoversTakesEveryContainerOfTheInstanceOnly) {
 
 TEST(SystemOwnerProbeTest, AsksTheEngineAboutAnOwnersContainer) {
   testing::FakeEngine fake;
-  fake.Add(engine::Listed{"running", "running", 0, {}}, State("running"));
-  fake.Add(engine::Listed{"paused", "paused", 0, {}}, State("paused"));
-  fake.Add(engine::Listed{"exited", "exited", 0, {}}, State("exited"));
+  fake.Add(engine::Listed{"running", "running", 0, {}, "local"}, State("running"));
+  fake.Add(engine::Listed{"paused", "paused", 0, {}, "local"}, State("paused"));
+  fake.Add(engine::Listed{"exited", "exited", 0, {}, "local"}, State("exited"));
   const SystemOwnerProbe probe(fake);
   auto running = probe.FindContainer("running");
   ASSERT_TRUE(running.ok());
