@@ -87,12 +87,21 @@ class MultiEngineTest : public ::testing::Test {
   }
   void TearDown() override {
     if (HasFailure()) std::printf("server log:\n%s\n", Log().c_str());
+    const bool passed = !HasFailure();
     server_.reset();
     // A killed or stalled engine is started again, so the next test and the fixture's stop
     // find it answering.
     for (const char* i : {"1", "2"}) {
       ExtraEngines(std::string("resume ") + i);
       ExtraEngines(std::string("restart ") + i);
+    }
+    if (!passed) return;
+    // The server stopped: no container of its instance is left on any engine.
+    for (const char* i : {"1", "2"}) {
+      EXPECT_EQ(ExtraEngines(std::string("docker ") + i +
+                             " ps -aq --filter label=io.sandbox-mcp.instance=" + instance_),
+                "")
+          << "containers left on e" << i;
     }
   }
 
