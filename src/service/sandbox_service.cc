@@ -317,10 +317,15 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
         placeable.push_back(engine);
         continue;
       }
-      refusals.push_back("engine " + name + ": " + usable.error().message());
-      service->excluded_.push_back({pc.name, name, usable.error().message()});
-      service->logger_->warn("pool '{}': engine {} is left out of it: {}", pc.name, name,
-                             usable.error().message());
+      std::string why = usable.error().message();
+      if (engine != nullptr) {
+        // Another engine may have it: copying is quicker than building it there.
+        why += "; or copy it from an engine that has it: docker save " + pc.image +
+               " | docker -H <the host of engine " + name + "> --tlsverify load";
+      }
+      refusals.push_back("engine " + name + ": " + why);
+      service->excluded_.push_back({pc.name, name, why});
+      service->logger_->warn("pool '{}': engine {} is left out of it: {}", pc.name, name, why);
     }
     if (placeable.empty()) {
       std::string why;
