@@ -318,7 +318,7 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
         continue;
       }
       std::string why = usable.error().message();
-      if (engine != nullptr) {
+      if (engine != nullptr && usable.error().code() == ErrorCode::kNotFound) {
         // Another engine may have it: copying is quicker than building it there.
         why += "; or copy it from an engine that has it: docker save " + pc.image +
                " | docker -H <the host of engine " + name + "> --tlsverify load";
