@@ -294,7 +294,8 @@ TEST_F(MultiEngineTest, AKilledEngineCostsNoRunAndComesBack) {
   // Back once it answers three pings and this instance's leftovers there are gone.
   ASSERT_TRUE(WaitFor([&] { return StateIs("e1", "up"); }, seconds(120)))
       << EngineState("e1").dump();
-  EXPECT_EQ(StoppedOn(1), "") << "leftovers on e1 after it came back";
+  EXPECT_TRUE(WaitFor([&] { return StoppedOn(1).empty(); }, seconds(30)))
+      << "leftovers on e1 after it came back: " << StoppedOn(1);
   EXPECT_TRUE(ARunLandsOn("e1", 200)) << "no run was served by e1 after it came back";
   EXPECT_EQ(Get("/healthz", &status)["status"], "ok");
 }

@@ -4,6 +4,7 @@
 // the drain's refusals. FakeEngines at the seam.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include "sandbox/service/sandbox_service.h"
 #include "support/fake_engine.h"
@@ -13,6 +14,10 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+std::shared_ptr<spdlog::logger> Logger() {
+  return std::make_shared<spdlog::logger>("service-engines-test");  // no sinks: quiet
+}
 
 config::Config TwoEnginesTwoPools() {
   config::Config c;
@@ -39,8 +44,8 @@ TEST_F(ServiceEnginesTest, AnEngineWithoutAPoolsImageIsLeftOutOfThatPoolOnly) {
   const auto config = TwoEnginesTwoPools();
   e1_.AddImage("img-a", {});
   e2_.AddImage("img-b", {});  // e2 lacks img-a
-  auto service = SandboxService::Create(config, engine::EngineList{&e1_, &e2_}, ServiceOptions{},
-                                        spdlog::default_logger());
+  auto service =
+      SandboxService::Create(config, engine::EngineList{&e1_, &e2_}, ServiceOptions{}, Logger());
   ASSERT_TRUE(service.ok()) << service.error().ToString();
   const auto& excluded = (*service)->excluded();
   ASSERT_EQ(excluded.size(), 1u);
@@ -68,8 +73,8 @@ TEST_F(ServiceEnginesTest, APoolWithNoEngineLeftIsRefusedNamingEach) {
   const auto config = TwoEnginesTwoPools();
   e1_.AddImage("img-a", {});
   e2_.AddImage("img-a", {});  // nobody has img-b, the other pool's (on e2 only)
-  auto service = SandboxService::Create(config, engine::EngineList{&e1_, &e2_}, ServiceOptions{},
-                                        spdlog::default_logger());
+  auto service =
+      SandboxService::Create(config, engine::EngineList{&e1_, &e2_}, ServiceOptions{}, Logger());
   ASSERT_FALSE(service.ok());
   EXPECT_THAT(service.error().message(), HasSubstr("pool 'other' has no engine it can run on"));
   EXPECT_THAT(service.error().message(), HasSubstr("engine e2"));
@@ -81,8 +86,8 @@ TEST_F(ServiceEnginesTest, AnEngineNotConnectedAtStartIsExcludedSayingSo) {
   e1_.AddImage("img-a", {});
   // e2 did not answer when the server started: only e1 is connected; the other pool (e2 only)
   // has no engine left.
-  auto service = SandboxService::Create(config, engine::EngineList{&e1_}, ServiceOptions{},
-                                        spdlog::default_logger());
+  auto service =
+      SandboxService::Create(config, engine::EngineList{&e1_}, ServiceOptions{}, Logger());
   ASSERT_FALSE(service.ok());
   EXPECT_THAT(service.error().message(), HasSubstr("not reachable when the server started"));
 }
@@ -91,7 +96,7 @@ TEST_F(ServiceEnginesTest, OneEngineWithoutTheImageFailsAsItAlwaysDid) {
   config::Config config;
   config.instance_id = "engines-test";
   config.pools[0].image = "img-a";
-  auto service = SandboxService::Create(config, e1_, ServiceOptions{}, spdlog::default_logger());
+  auto service = SandboxService::Create(config, e1_, ServiceOptions{}, Logger());
   ASSERT_FALSE(service.ok());
   EXPECT_EQ(service.error().code(), ErrorCode::kNotFound);
   EXPECT_THAT(service.error().message(), HasSubstr("which the engine does not have"));
@@ -103,7 +108,7 @@ TEST_F(ServiceEnginesTest, DrainingNeedsAKnownEngineAndSeveralOfThem) {
   config.instance_id = "engines-test";
   config.pools[0].image = "img-a";
   e1_.AddImage("img-a", {});
-  auto one = SandboxService::Create(config, e1_, ServiceOptions{}, spdlog::default_logger());
+  auto one = SandboxService::Create(config, e1_, ServiceOptions{}, Logger());
   ASSERT_TRUE(one.ok()) << one.error().ToString();
   auto unknown = (*one)->DrainEngine("e9", true);
   ASSERT_FALSE(unknown.ok());
