@@ -215,17 +215,16 @@ TEST_F(MultiEngineTest, RunsSpreadOverBothEnginesAndNameTheirs) {
 
   httplib::Client client("127.0.0.1", server_->port());
   // Snekbox's /eval names the engine too on a server of several.
-  auto eval = client.Post("/eval", R"({"input": "print(5)"
-})", "application/json");
+  auto eval = client.Post("/eval", R"j({"input": "print(5)"})j", "application/json");
   ASSERT_TRUE(eval);
-const json evaluated = json::parse(eval->body, nullptr, false);
-EXPECT_EQ(evaluated["stdout"], "5\n") << eval->body;
-EXPECT_TRUE(evaluated["engine"].is_string()) << eval->body;
-auto metrics = client.Get("/metrics");
-ASSERT_TRUE(metrics);
-EXPECT_NE(metrics->body.find(R"(sandbox_engine_up{engine="e1"} 1)"), std::string::npos);
-EXPECT_NE(metrics->body.find(R"(sandbox_engine_runs_total{engine="local"})"), std::string::npos);
-EXPECT_NE(metrics->body.find(R"(sandbox_engine_requests_total{engine="e1")"), std::string::npos);
+  const json evaluated = json::parse(eval->body, nullptr, false);
+  EXPECT_EQ(evaluated["stdout"], "5\n") << eval->body;
+  EXPECT_TRUE(evaluated["engine"].is_string()) << eval->body;
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find(R"(sandbox_engine_up{engine="e1"} 1)"), std::string::npos);
+  EXPECT_NE(metrics->body.find(R"(sandbox_engine_runs_total{engine="local"})"), std::string::npos);
+  EXPECT_NE(metrics->body.find(R"(sandbox_engine_requests_total{engine="e1")"), std::string::npos);
 }
 
 TEST_F(MultiEngineTest, AKilledEngineCostsNoRunAndComesBack) {
