@@ -96,7 +96,8 @@ TEST_F(ServiceEnginesTest, OneEngineWithoutTheImageFailsAsItAlwaysDid) {
   config::Config config;
   config.instance_id = "engines-test";
   config.pools[0].image = "img-a";
-  auto service = SandboxService::Create(config, e1_, ServiceOptions{}, Logger());
+  testing::FakeEngine local("local");  // docker.host's engine
+  auto service = SandboxService::Create(config, local, ServiceOptions{}, Logger());
   ASSERT_FALSE(service.ok());
   EXPECT_EQ(service.error().code(), ErrorCode::kNotFound);
   EXPECT_THAT(service.error().message(), HasSubstr("which the engine does not have"));
@@ -107,14 +108,15 @@ TEST_F(ServiceEnginesTest, DrainingNeedsAKnownEngineAndSeveralOfThem) {
   config::Config config;
   config.instance_id = "engines-test";
   config.pools[0].image = "img-a";
-  e1_.AddImage("img-a", {});
-  auto one = SandboxService::Create(config, e1_, ServiceOptions{}, Logger());
+  testing::FakeEngine local("local");  // docker.host's engine
+  local.AddImage("img-a", {});
+  auto one = SandboxService::Create(config, local, ServiceOptions{}, Logger());
   ASSERT_TRUE(one.ok()) << one.error().ToString();
   auto unknown = (*one)->DrainEngine("e9", true);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code(), ErrorCode::kNotFound);
-  EXPECT_THAT(unknown.error().message(), HasSubstr("engines: e1"));
-  auto only = (*one)->DrainEngine("e1", true);
+  EXPECT_THAT(unknown.error().message(), HasSubstr("engines: local"));
+  auto only = (*one)->DrainEngine("local", true);
   ASSERT_FALSE(only.ok());
   EXPECT_EQ(only.error().code(), ErrorCode::kConflict);
   EXPECT_THAT(only.error().message(), HasSubstr("/admin/pools/{name}/drain"));
