@@ -289,7 +289,9 @@ void HttpApi::Register(httplib::Server& server) {
       return SendSnekboxError(res, "503 Service Unavailable",
                               AnswerRefused(held.error(), options_.retry_after_s));
     }
-    http::SendJsonHeld(res, 200, EvalResponse(*result, std::move(merged)), std::move(*held));
+    http::SendJsonHeld(res, 200,
+                       EvalResponse(*result, std::move(merged), options_.eval_names_engine),
+                       std::move(*held));
   });
 
   server.Post("/v1/execute", [this](const httplib::Request& req, httplib::Response& res) {

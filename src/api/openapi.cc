@@ -99,7 +99,12 @@ json Schemas() {
              {{"path", {{"type", "string"}}},
               {"size", {{"type", "integer"}}},
               {"content", {{"type", "string"}, {"description", "base64"}}}}},
-            {"required", {"path", "size", "content"}}}}}}}},
+            {"required", {"path", "size", "content"}}}}}},
+        {"engine",
+         {{"type", "string"},
+          {"description",
+           "the engine (docker.engines name) that ran the code; only on a server of several "
+           "engines"}}}}},
       {"required", {"stdout", "returncode", "files"}},
       {"examples",
        {{{"stdout", "10000 loops, best of 5: 23.8 usec per loop"},

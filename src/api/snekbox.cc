@@ -239,7 +239,7 @@ json EvalFailure(std::string_view message) {
   return {{"stdout", RepairUtf8(message)}, {"returncode", nullptr}, {"files", json::array()}};
 }
 
-json EvalResponse(const exec::RunResult& result, std::string merged_output) {
+json EvalResponse(const exec::RunResult& result, std::string merged_output, bool name_engine) {
   const auto code = SnekboxReturnCode(result);
   if (!code) {
     std::string reason = result.detail;
@@ -266,8 +266,8 @@ json EvalResponse(const exec::RunResult& result, std::string merged_output) {
   exec::BoundOutputText(merged_output);
   json body = {
       {"stdout", std::move(merged_output)}, {"returncode", *code}, {"files", std::move(files)}};
-  // Beyond Snekbox's fields (its clients read only those): where the code ran.
-  if (!result.engine.empty()) body["engine"] = RepairUtf8(result.engine);
+  // Beyond Snekbox's fields, on a server of several engines only: where the code ran.
+  if (name_engine && !result.engine.empty()) body["engine"] = RepairUtf8(result.engine);
   return body;
 }
 

@@ -122,6 +122,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   api_options.sse_queue = sse_queue;
   api_options.session_max_file_bytes = config.sessions.max_file_bytes;
   api_options.answers = {&front.inflight, config.memory.inflight_wait};
+  api_options.eval_names_engine = config::EffectiveEngines(config.docker).size() > 1;
   api::HttpApi http_api(sources.runs, sources.sessions, api_options, logger);
   http_api.Register(server);  // /eval, /v1/execute, /v1/sessions, /openapi.json
 

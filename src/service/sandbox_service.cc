@@ -90,6 +90,10 @@ engine::Labels InstanceLabels(const std::string& instance_id) {
 // is busy (WithEngineState).
 constexpr std::chrono::seconds kInspectTimeout{5};
 constexpr std::chrono::seconds kPingTimeout{2};
+// An engine back: its leftovers are listed and removed until a list finds none, this far apart,
+// at most this many times more.
+constexpr std::chrono::seconds kBackSweepPause{1};
+constexpr int kBackSweepRounds = 10;
 
 }  // namespace
 
@@ -317,10 +321,15 @@ Result<std::unique_ptr<SandboxService>> SandboxService::Create(
         placeable.push_back(engine);
         continue;
       }
-      refusals.push_back("engine " + name + ": " + usable.error().message());
-      service->excluded_.push_back({pc.name, name, usable.error().message()});
-      service->logger_->warn("pool '{}': engine {} is left out of it: {}", pc.name, name,
-                             usable.error().message());
+      std::string why = usable.error().message();
+      if (engine != nullptr && usable.error().code() == ErrorCode::kNotFound) {
+        // Another engine may have it: copying is quicker than building it there.
+        why += "; or copy it from an engine that has it: docker save " + pc.image +
+               " | docker -H <the host of engine " + name + "> --tlsverify load";
+      }
+      refusals.push_back("engine " + name + ": " + why);
+      service->excluded_.push_back({pc.name, name, why});
+      service->logger_->warn("pool '{}': engine {} is left out of it: {}", pc.name, name, why);
     }
     if (placeable.empty()) {
       std::string why;
@@ -371,19 +380,28 @@ bool SandboxService::EngineChanged(const engine::ContainerEngine& engine, bool u
     return true;
   }
   // Back: what this instance left there (sandboxes dropped while it was down, runs that were in
-  // flight) goes before it takes new sandboxes.
-  auto removed = RemoveLeftovers(engine, config_.instance_id, logger_);
-  if (!removed.ok()) {
-    logger_->warn(
-        "engine {} answers again but its leftovers could not be removed ({}); it stays "
-        "out of placements",
-        name, removed.error().ToString());
-    return false;
+  // flight) goes before it takes new sandboxes. A dockerd restarted after a kill lists the
+  // containers it restores as it gets to them (CI saw a second one appear after the first
+  // list), so the sweep repeats until a list finds none; nothing new of ours can appear there
+  // meanwhile (no placements).
+  int removed_total = 0;
+  for (int round = 0;; ++round) {
+    auto removed = RemoveLeftovers(engine, config_.instance_id, logger_);
+    if (!removed.ok()) {
+      logger_->warn(
+          "engine {} answers again but its leftovers could not be removed ({}); it "
+          "stays out of placements",
+          name, removed.error().ToString());
+      return false;
+    }
+    removed_total += *removed;
+    if ((*removed == 0 && round > 0) || round >= kBackSweepRounds) break;
+    std::this_thread::sleep_for(kBackSweepPause);
   }
   logger_->info(
       "engine {} is back: {} leftover container(s) of this instance removed; it takes "
       "new sandboxes again",
-      name, *removed);
+      name, removed_total);
   return true;
 }
 

@@ -31,9 +31,13 @@ constexpr auto kPingIdle = std::chrono::seconds(1);
 // How long a shutdown that leaves sessions running waits for a cancelled call to end.
 constexpr auto kLeaveWait = std::chrono::seconds(5);
 
-constexpr const char* kRestartedEmpty =
-    "the session's container failed and was replaced: the session was restarted empty "
-    "(variables and files are gone)";
+// What a session whose container failed is told; names the engine the container was on (with
+// several engines, one lost takes its sessions' containers with it).
+std::string RestartedEmpty(const std::string& engine) {
+  return "the session's container (engine " + engine +
+         ") failed and was replaced: the session was restarted empty (variables and files are "
+         "gone)";
+}
 
 }  // namespace
 
@@ -435,10 +439,11 @@ Status SessionManager::EnsureSandbox(Session& session) {
     // A lease still held means the loss was not reported yet (it was found by a ping); an
     // empty one was reported with the call that lost it.
     lost_silently = sandbox != nullptr;
+    const std::string engine = sandbox != nullptr ? sandbox->engine() : std::string();
     session.ResetSandbox();
     if (lost_silently) {
       ++session.restarts;
-      session.pending_notice = kRestartedEmpty;
+      session.pending_notice = RestartedEmpty(engine);
     }
   }
   return Attach(session);
@@ -461,12 +466,13 @@ auto SessionManager::WithSandbox(const std::shared_ptr<Session>& s, Op op)
     return reply;
   }
   if (sandbox->Reusable()) return reply.error();
+  const std::string restarted = RestartedEmpty(sandbox->engine());
   {
     std::lock_guard state(s->state_mu);
     s->ResetSandbox();
     ++s->restarts;
   }
-  return Error(ErrorCode::kUnavailable, reply.error().message() + "; " + kRestartedEmpty);
+  return Error(ErrorCode::kUnavailable, reply.error().message() + "; " + restarted);
 }
 
 Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
@@ -682,7 +688,8 @@ Result<exec::RunResult> SessionManager::Run(const std::string& principal,
     // next call gets a fresh one, so the session is restarted empty either way.
     restarted = true;
     result.session_reset = true;
-    result.detail += result.detail.empty() ? kRestartedEmpty : std::string("; ") + kRestartedEmpty;
+    const std::string restarted_empty = RestartedEmpty(sandbox->engine());
+    result.detail += result.detail.empty() ? restarted_empty : "; " + restarted_empty;
     std::lock_guard state(s->state_mu);
     s->ResetSandbox();
   }

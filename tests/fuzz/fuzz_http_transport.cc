@@ -47,6 +47,7 @@
 #include "sandbox/core/json.h"
 #include "sandbox/http/request_guard.h"
 #include "sandbox/http/server_setup.h"
+#include "sandbox/jsonrpc/json_rpc.h"
 #include "sandbox/transport/legacy_sse_transport.h"
 #include "sandbox/transport/streamable_http_transport.h"
 
@@ -60,6 +61,7 @@ using sandbox::fuzz::InMemoryServer;
 using sandbox::fuzz::MemoryStream;
 namespace mcp = sandbox::mcp;
 namespace http = sandbox::http;
+namespace jsonrpc = sandbox::jsonrpc;
 namespace transport = sandbox::transport;
 
 constexpr const char* kTokens[] = {"token-alice", "token-bob"};

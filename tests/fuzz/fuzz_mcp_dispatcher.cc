@@ -29,6 +29,7 @@
 namespace {
 
 using nlohmann::json;
+namespace jsonrpc = sandbox::jsonrpc;
 namespace mcp = sandbox::mcp;
 
 bool IsId(const json& id) { return id.is_string() || id.is_number(); }

@@ -101,6 +101,9 @@ struct ApiOptions {
   // (memory.inflight_bytes) before it is built; one that does not fit in time is refused with
   // 503 and a message naming memory.inflight_bytes. No budget: answers are not counted.
   exec::AnswerBudget answers;
+  // /eval's answer carries `engine` (where the code ran) only on a server of several engines: on
+  // one it stays byte for byte Snekbox's.
+  bool eval_names_engine = false;
 };
 
 class HttpApi {

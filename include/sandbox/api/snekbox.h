@@ -90,8 +90,9 @@ std::optional<int> SnekboxReturnCode(const exec::RunResult& result);
 
 // The /eval answer for a finished run. `merged_output` as from OutputMerger::Merged.
 // `merged_output` as the code wrote it; bounded here like every answer's output
-// (exec::BoundOutputText).
-nlohmann::json EvalResponse(const exec::RunResult& result, std::string merged_output);
+// (exec::BoundOutputText). With `name_engine`, also `engine`: the engine that ran it.
+nlohmann::json EvalResponse(const exec::RunResult& result, std::string merged_output,
+                            bool name_engine = false);
 
 // The /eval answer when there was no run to report (a sandbox failure): returncode null.
 nlohmann::json EvalFailure(std::string_view message);

@@ -452,10 +452,10 @@ class BalancerTest : public ::testing::Test {
   }
 
   void StartReplica(const std::string& name) {
-    sandbox::testing::ProcessOptions options;
-    options.extra_args = {"--conformance-fixtures"};  // the requestState round-trip tool
+    // SANDBOX_MCP_BIN is the conformance test server here: its fixture tools include the
+    // requestState round-trip tool (tests/integration/balancer/CMakeLists.txt).
     replicas_[name] = std::make_unique<sandbox::testing::ServerProcess>(
-        instances_[name], ports_[name], ReplicaConfig(name, key_file_), options);
+        instances_[name], ports_[name], ReplicaConfig(name, key_file_));
   }
 
   int lb() const { return balancer_->port(); }
