@@ -34,6 +34,10 @@ void Readyz(const ProbeSources& sources, httplib::Response& res) {
                         " does not answer: " + p.status.error().message());
     }
   }
+  // A pool whose engines are all down or draining cannot serve, whatever else answers.
+  for (const auto& [pool, why] : sources.service->PoolsWithoutEngine()) {
+    reasons.push_back("pool '" + pool + "' " + why);
+  }
   json pools = json::array();
   for (const auto& [name, stats] : AllPoolStats(sources)) {
     auto readiness = ReadinessOf(stats);

@@ -142,13 +142,15 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
       sandbox::service::Engine::Start(config, engine_list, service_options, left_sessions, logger);
   if (!engine.ok()) return Fail(logger, engine.error());
   sandbox::service::SandboxService& service = (*engine)->service();
+  sandbox::service::SessionManager* session_manager = (*engine)->sessions();
   if (service_options.health != nullptr) {
-    health.AddListener(
-        [&service](const sandbox::engine::ContainerEngine& changed, bool up,
-                   const std::string& why) { return service.EngineChanged(changed, up, why); });
+    health.AddListener([&service, session_manager](const sandbox::engine::ContainerEngine& changed,
+                                                   bool up, const std::string& why) {
+      if (!up && session_manager != nullptr) session_manager->DropWarmOn(changed.name());
+      return service.EngineChanged(changed, up, why);
+    });
     health.Start();
   }
-  sandbox::service::SessionManager* session_manager = (*engine)->sessions();
   sandbox::exec::SessionService* sessions = session_manager;
   // Sessions end (their containers go) before the pools they came from stop; with
   // sessions.restart_grace_s their containers are left running for the next server instead.

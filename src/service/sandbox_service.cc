@@ -738,6 +738,22 @@ std::optional<pool::DrainProgress> SandboxService::Drain(const std::string& pool
 
 namespace sandbox::service {
 
+std::vector<std::pair<std::string, std::string>> SandboxService::PoolsWithoutEngine() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (options_.health == nullptr) return out;
+  for (const auto& [pool, engines] : placeable_) {
+    std::string why;
+    bool any = false;
+    for (const auto* engine : engines) {
+      const bool up = options_.health->Up(engine->name());
+      if (options_.health->Placeable(engine->name())) any = true;
+      why += (why.empty() ? "" : ", ") + engine->name() + (up ? " draining" : " down");
+    }
+    if (!any) out.emplace_back(pool, "has no engine that takes new sandboxes (" + why + ")");
+  }
+  return out;
+}
+
 nlohmann::json SandboxService::Engines() const {
   json out = json::array();
   std::vector<engine::EngineStatus> statuses;

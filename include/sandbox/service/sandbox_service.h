@@ -146,6 +146,10 @@ class SandboxService final : public exec::ExecutionService,
   bool Apply(const std::string& pool, const PoolSettings& settings) override;
   std::optional<pool::DrainProgress> Drain(const std::string& pool) override;
 
+  // The pools none of whose engines takes new sandboxes now (down or draining), each with why;
+  // empty on a server of one engine. /readyz is not ready while any is.
+  std::vector<std::pair<std::string, std::string>> PoolsWithoutEngine() const;
+
   // EngineControl.
   nlohmann::json Engines() const override;
   Result<nlohmann::json> DrainEngine(const std::string& name, bool drain) override;

@@ -96,6 +96,12 @@ class SessionManager final : public exec::SessionService {
   Status DeleteFile(const std::string& principal, const std::string& session_id,
                     const std::string& path) override;
 
+  // An engine went down: the warm session sandboxes on it are dropped without a call to it
+  // (their containers are left to the engine's sweep when it is back). Sessions on it keep their
+  // sandbox until their next call finds it gone: they restart empty on another engine, told
+  // which engine was lost. Returns how many were dropped.
+  int DropWarmOn(const std::string& engine);
+
   // Sessions alive now, and counters, for sandbox_info and metrics.
   struct Stats {
     int active = 0;

@@ -338,6 +338,9 @@ TEST_F(MultiEngineTest, ADrainedEngineTakesNoNewSandboxesUntilUndrained) {
                "";
       },
       seconds(60)));
+  // The pool still has engines that take sandboxes: ready.
+  const json ready = Get("/readyz", &status);
+  EXPECT_EQ(status, 200) << ready.dump();
   const json unknown = Admin("e9", "drain", &status);
   EXPECT_EQ(status, 404) << unknown.dump();
   const json undrained = Admin("e1", "undrain", &status);
