@@ -76,6 +76,20 @@ PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const Serv
   return pools;
 }
 
+int RetireIdleOn(PoolSet& pools, const std::string& engine, EngineExit exit, std::string_view why) {
+  int retired = 0;
+  for (auto& [name, entry] : pools) {
+    retired += entry.pool->RetireIf(
+        [&engine, exit](runner::Sandbox& sandbox) {
+          if (sandbox.engine() != engine) return false;
+          if (exit == EngineExit::kLeave) sandbox.Leave();
+          return true;
+        },
+        why);
+  }
+  return retired;
+}
+
 HarnessSandboxMaker::HarnessSandboxMaker(const engine::ContainerEngine& engine,
                                          runner::SandboxSetup setup,
                                          std::shared_ptr<spdlog::logger> logger)

@@ -364,16 +364,8 @@ bool SandboxService::EngineChanged(const engine::ContainerEngine& engine, bool u
   if (!up) {
     const std::string lost = "engine " + name + " was lost (" + why + ")";
     logger_->error("{}: no new sandboxes there; its idle ones are dropped and its runs end", lost);
-    int dropped = 0;
-    for (auto& [pool, entry] : pools_) {
-      dropped += entry.pool->RetireIf(
-          [&name](runner::Sandbox& sandbox) {
-            if (sandbox.engine() != name) return false;
-            sandbox.Leave();  // no call to the engine that is down
-            return true;
-          },
-          "engine " + name + " is down");
-    }
+    const int dropped =
+        RetireIdleOn(pools_, name, EngineExit::kLeave, "engine " + name + " is down");
     const int runs = watch_->LoseEngine(engine, lost);
     logger_->warn("engine {}: {} idle sandbox(es) dropped, {} run(s) in flight ended", name,
                   dropped, runs);
@@ -796,12 +788,8 @@ Result<nlohmann::json> SandboxService::DrainEngine(const std::string& name, bool
   }
   options_.health->SetDraining(name, drain);
   if (drain) {
-    int retired = 0;
-    for (auto& [pool, entry] : pools_) {
-      retired += entry.pool->RetireIf(
-          [&name](runner::Sandbox& sandbox) { return sandbox.engine() == name; },
-          "engine " + name + " is draining");
-    }
+    const int retired =
+        RetireIdleOn(pools_, name, EngineExit::kRemove, "engine " + name + " is draining");
     logger_->info("engine {} drains: no new sandboxes there, {} idle one(s) retired", name,
                   retired);
   } else {

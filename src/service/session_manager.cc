@@ -344,17 +344,7 @@ void SessionManager::KeepAlive() {
 }
 
 int SessionManager::DropWarmOn(const std::string& engine) {
-  int dropped = 0;
-  for (auto& [name, entry] : pools_) {
-    dropped += entry.pool->RetireIf(
-        [&engine](runner::Sandbox& sandbox) {
-          if (sandbox.engine() != engine) return false;
-          sandbox.Leave();  // no call to the engine that is down
-          return true;
-        },
-        "engine " + engine + " is down");
-  }
-  return dropped;
+  return RetireIdleOn(pools_, engine, EngineExit::kLeave, "engine " + engine + " is down");
 }
 
 SessionManager::Stats SessionManager::stats() const {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/config/config.h"
@@ -108,6 +109,12 @@ pool::PoolOptions PoolOptionsFor(const config::Config& config, const config::Poo
 // Every configured pool, not started. `config` must outlive the set.
 PoolSet BuildPools(const config::Config& config, PoolPurpose purpose, const ServiceOptions& options,
                    const MakerFactory& make, const std::shared_ptr<spdlog::logger>& logger);
+
+// How the idle sandboxes of one engine leave their pools: removed through the engine (it
+// answers: a drain), or left to its sweep without a call to it (it is down: Sandbox::Leave).
+enum class EngineExit { kRemove, kLeave };
+// Retires the idle sandboxes on `engine` from every pool of `pools`; returns how many.
+int RetireIdleOn(PoolSet& pools, const std::string& engine, EngineExit exit, std::string_view why);
 
 // The production maker: HarnessSandboxes on one container engine.
 class HarnessSandboxMaker final : public SandboxMaker {
