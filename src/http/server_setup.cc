@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox/core/error.h"
@@ -157,6 +160,15 @@ Result<std::unique_ptr<InternalSocket>> InternalSocket::Bind(httplib::Server& se
                  "cannot set up the internal socket " + socket->path_ + ": " + ErrnoText(errno));
   }
   return socket;
+}
+
+void StopListening(httplib::Server& server, const std::atomic<bool>& listen_returned) {
+  // Polled: httplib offers no signal for "listening"; the wait is at most the time the serving
+  // thread takes to be scheduled.
+  while (!server.is_running() && !listen_returned.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  server.stop();
 }
 
 std::string InternalSocketParent() {

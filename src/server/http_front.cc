@@ -159,6 +159,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
   if (!listening.ok()) return Fail(logger, listening.error());
   guarded_port = std::move(*listening);
 
+  std::atomic<bool> listen_returned{false};
   std::thread signal_thread([&] {
     const int received = front.signals.WaitForStop(reloader, *logger);
     logger->info("signal {} received, shutting down", received);
@@ -168,7 +169,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
     legacy.Shutdown();
     http_api.Shutdown();
     guarded_port->Stop();
-    server.stop();
+    http::StopListening(server, listen_returned);
   });
   std::thread front_thread([&] { guarded_port->Run(); });
 
@@ -177,6 +178,7 @@ int ServeHttp(const FrontEnd& front, const HttpSources& sources) {
       "/v1/sessions and /eval; sessions {})",
       config.server.listen_host, guarded_port->port(), sources.sessions != nullptr ? "on" : "off");
   server.listen_after_bind();
+  listen_returned.store(true);
   front_thread.join();
   logger->info("HTTP server stopped; stopping the pools");
   signal_thread.join();

@@ -17,6 +17,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -85,6 +86,13 @@ class InternalSocket {
   std::string path_;
   bool bound_ = false;
 };
+
+// Stops a server that another thread serves with listen_after_bind(). cpp-httplib's stop() does
+// nothing until that listen has begun, so a stop that comes first (a signal during start-up, a
+// test that ends before its first request reaches the server) was lost and the listen never
+// returned. This waits for the listen to begin, or for `listen_returned` (set by the serving
+// thread once listen_after_bind() returns), then stops it once.
+void StopListening(httplib::Server& server, const std::atomic<bool>& listen_returned);
 
 // Where the internal socket's directory goes: $TMPDIR when it is an absolute path, else /tmp.
 std::string InternalSocketParent();

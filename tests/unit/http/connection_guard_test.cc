@@ -173,12 +173,17 @@ class GuardTest : public ::testing::Test {
     ASSERT_TRUE(guard.ok()) << guard.error().message();
     front_ = std::move(*guard);
     front_thread_ = std::thread([this] { front_->Run(); });
-    http_thread_ = std::thread([this] { http_.listen_after_bind(); });
+    http_thread_ = std::thread([this] {
+      http_.listen_after_bind();
+      listen_returned_.store(true);
+    });
   }
   void TearDown() override {
     if (front_) front_->Stop();
     if (front_thread_.joinable()) front_thread_.join();
-    http_.stop();
+    // Not http_.stop(): a test whose requests the guard refuses itself may end before the
+    // listen has begun, and that stop would be lost (the join then hung CI for 600 s).
+    StopListening(http_, listen_returned_);
     if (http_thread_.joinable()) http_thread_.join();
   }
   int port() const { return front_->port(); }
@@ -189,6 +194,7 @@ class GuardTest : public ::testing::Test {
   std::unique_ptr<ConnectionGuard> front_;
   std::thread front_thread_;
   std::thread http_thread_;
+  std::atomic<bool> listen_returned_{false};
   std::atomic<bool> stream_started_{false};
   std::atomic<bool> stream_cancelled_{false};
 };

@@ -11,7 +11,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +80,26 @@ TEST(ServerSetupTest, APortInUseDoesNotBindTwice) {
 
 // Accepted connections inherit TCP_NODELAY from the listening socket: a response's body (a
 // write after its headers) does not wait for the client's delayed ACK.
+// httplib's stop() before listen_after_bind() has begun did nothing, and the listen then never
+// returned (a hung CI run; a SIGTERM during start-up). StopListening waits for the listen.
+TEST(ServerSetupTest, AStopBeforeTheListenBeginsIsNotLost) {
+  httplib::Server server;
+  ASSERT_GT(BindServer(server, "127.0.0.1", 0), 0);
+  std::atomic<bool> returned{false};
+  auto serving = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the listen starts late
+    server.listen_after_bind();
+    returned.store(true);
+  });
+  StopListening(server, returned);
+  EXPECT_EQ(serving.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the listen did not return after StopListening";
+  EXPECT_TRUE(returned.load());
+  if (!returned.load()) {
+    server.stop();  // let the test end (the future's destructor joins)
+  }
+}
+
 TEST(ServerSetupTest, AcceptedConnectionsHaveNoDelay) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(listener, 0);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -90,12 +91,15 @@ class HttpTransportTest : public ::testing::Test {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      listen_returned_.store(true);
+    });
   }
   void TearDown() override {
     if (streamable_) streamable_->Shutdown();
     if (legacy_) legacy_->Shutdown();
-    server_.stop();
+    http::StopListening(server_, listen_returned_);  // not lost if the listen has not begun
     if (thread_.joinable()) thread_.join();
   }
   httplib::Client Client() {
@@ -148,6 +152,7 @@ class HttpTransportTest : public ::testing::Test {
   std::unique_ptr<LegacySseTransport> legacy_;
   int port_ = 0;
   std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
   std::string session_;
 };
 
