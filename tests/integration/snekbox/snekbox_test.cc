@@ -317,9 +317,14 @@ TEST_F(SnekboxTest, MemoryLimitIsPerRequest) {
 
 TEST_F(SnekboxTest, AChildKilledAtTheLimitLeavesTheParent) {
   json b =
-      Run("import multiprocessing as mp, time\n"
+      // The children hold their 40 MB until both have it (or 2 s pass), so they overlap however
+      // late the second is scheduled (a 0.5 s sleep did not on a loaded machine: no -9). Files,
+      // not an mp.Barrier: a child killed inside the barrier's lock left the other one hanging.
+      Run("import multiprocessing as mp, os, time\n"
           "def f():\n    x = bytearray(40_000_000)\n    x[::4096] = b'x' * len(x[::4096])\n"
-          "    time.sleep(0.5)\n"
+          "    open(f'ready-{os.getpid()}', 'w').close()\n    end = time.monotonic() + 2\n"
+          "    while time.monotonic() < end and sum(n.startswith('ready-') for n in "
+          "os.listdir('.')) < 2:\n        time.sleep(0.01)\n"
           "ps = [mp.Process(target=f) for _ in range(2)]\n"
           "[p.start() for p in ps]\n[p.join() for p in ps]\nprint([p.exitcode for p in ps])");
   EXPECT_EQ(b["returncode"], 0) << b.dump();
