@@ -29,6 +29,44 @@ Status ApplyLimits(const json& doc, const std::string& path, Limits& limits) {
   return r.RejectUnknown();
 }
 
+Status ApplyNetworkRules(const std::vector<std::string>& entries, const std::string& path,
+                         std::vector<NetworkRule>& rules) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto rule = ParseNetworkRule(entries[i]);
+    if (!rule.ok()) return Invalid(path + "[" + std::to_string(i) + "]", rule.error().message());
+    rules.push_back(std::move(*rule));
+  }
+  return OkStatus();
+}
+
+Status ApplyNetwork(const json& doc, const std::string& path, NetworkPolicy& network) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  std::string mode = "none";
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+  SANDBOX_RETURN_IF_ERROR(r.Read("mode", mode));
+  SANDBOX_RETURN_IF_ERROR(r.Read("allow", allow));
+  SANDBOX_RETURN_IF_ERROR(r.Read("deny", deny));
+  SANDBOX_RETURN_IF_ERROR(r.RejectUnknown());
+  network = NetworkPolicy{};
+  if (mode == "none") {
+    if (!allow.empty() || !deny.empty()) {
+      return Invalid(r.Child(allow.empty() ? "deny" : "allow"),
+                     "entries need \"mode\": \"allowlist\" (mode \"none\" is no network at all)");
+    }
+    return OkStatus();
+  }
+  if (mode != "allowlist") return Invalid(r.Child("mode"), "expected \"none\" or \"allowlist\"");
+  network.mode = NetworkPolicy::Mode::kAllowlist;
+  if (allow.empty()) {
+    return Invalid(r.Child("allow"),
+                   "an allowlist needs at least one entry (mode \"none\" turns the network off)");
+  }
+  SANDBOX_RETURN_IF_ERROR(ApplyNetworkRules(allow, r.Child("allow"), network.allow));
+  return ApplyNetworkRules(deny, r.Child("deny"), network.deny);
+}
+
 Status ApplyAutoscale(const json& doc, const std::string& path, AutoscaleConfig& autoscale) {
   ObjectReader r(doc, path);
   SANDBOX_RETURN_IF_ERROR(r.Check());
@@ -83,6 +121,9 @@ Status ApplyPool(const json& doc, const std::string& path, PoolConfig& pool) {
     return ApplyAutoscale(v, p, pool.autoscale);
   }));
   SANDBOX_RETURN_IF_ERROR(r.Read("engines", pool.engines));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("network", [&](const json& v, const std::string& p) {
+    return ApplyNetwork(v, p, pool.network);
+  }));
   return r.RejectUnknown();
 }
 

@@ -372,6 +372,12 @@ Status Validate(const Config& config, const HostLimits& host) {
     SANDBOX_RETURN_IF_ERROR(CheckLimits(p.max_limits, path + ".max_limits"));
     SANDBOX_RETURN_IF_ERROR(ValidatePoolLimits(p.limits, p.max_limits, path));
     SANDBOX_RETURN_IF_ERROR(CheckPoolEngines(p, config.docker, path));
+    if (p.network.mode != NetworkPolicy::Mode::kNone) {
+      // The policy is parsed and checked (network_policy.h), but nothing enforces it yet: a
+      // pool that believed it had the network would get none, silently.
+      return Invalid(path + ".network.mode",
+                     "\"allowlist\" needs the egress proxy, which this version does not have yet");
+    }
   }
   if (FindPool(config, config.default_pool) == nullptr) {
     return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");

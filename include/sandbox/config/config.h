@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sandbox/config/bounds.h"
+#include "sandbox/config/network_policy.h"
 #include "sandbox/core/result.h"
 
 namespace sandbox::config {
@@ -123,6 +124,8 @@ struct PoolConfig {
   // The engines (docker.engines names) this pool's sandboxes run on. Empty: every engine.
   // PoolEngineNames() below resolves it.
   std::vector<std::string> engines;
+  // What the pool's code may reach (network_policy.h); default none, no network at all.
+  NetworkPolicy network;
 
   bool operator==(const PoolConfig&) const = default;
 };

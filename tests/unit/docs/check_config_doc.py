@@ -26,6 +26,9 @@ COMPUTED = {
     "pools[].mode": "an enum, read through a string",
     "pools[].skip_preload_when_queued": "follows mode",
     "pools[].refill_after_run": "follows mode",
+    "pools[].network.mode": "an enum of NetworkPolicy, read through a string",
+    "pools[].network.allow": "strings parsed into NetworkPolicy's rules (network_policy.h)",
+    "pools[].network.deny": "strings parsed into NetworkPolicy's rules (network_policy.h)",
 }
 
 
