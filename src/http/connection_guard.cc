@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "response_framing.h"
+#include "sandbox/http1/response_framing.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/server_setup.h"
 

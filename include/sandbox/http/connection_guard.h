@@ -43,7 +43,7 @@
 
 #include "sandbox/core/byte_budget.h"
 #include "sandbox/core/result.h"
-#include "sandbox/http/request_head.h"
+#include "sandbox/http1/request_head.h"
 
 namespace spdlog {
 class logger;

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "sandbox/core/byte_budget.h"
+#include "sandbox/http1/text.h"  // Lower, Trim: the callers of these helpers use them too
 
 namespace httplib {
 struct Request;
@@ -15,11 +16,6 @@ struct Response;
 }  // namespace httplib
 
 namespace sandbox::http {
-
-// ASCII lower case (header names and media types are case-insensitive).
-std::string Lower(std::string_view s);
-// Without the spaces and tabs around it.
-std::string_view Trim(std::string_view s);
 
 // The media type of a Content-Type value (or of one Accept range), lower-cased, without
 // parameters.

@@ -1,4 +1,4 @@
-// The ConnectionGuard's view of a response it relays from cpp-httplib: the head is rewritten
+// A relayed HTTP/1.x response (the ConnectionGuard relays cpp-httplib's): the head is rewritten
 // for the client's connection (cpp-httplib answered a "Connection: close" request; the client
 // may keep its connection), and the body's end is found from its framing (Content-Length or
 // chunked), so a truncated response is told apart from a complete one. A response with neither

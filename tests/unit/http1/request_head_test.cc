@@ -1,12 +1,12 @@
 // The request head reader and parser of the connection guard, and its response framing.
-#include "sandbox/http/request_head.h"
+#include "sandbox/http1/request_head.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "http/response_framing.h"
+#include "sandbox/http1/response_framing.h"
 
 namespace sandbox::http {
 namespace {

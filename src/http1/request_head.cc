@@ -1,8 +1,8 @@
-#include "sandbox/http/request_head.h"
+#include "sandbox/http1/request_head.h"
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/http/http_helpers.h"
+#include "sandbox/http1/text.h"
 #include "sandbox/jsonrpc/json_rpc.h"
 
 namespace sandbox::http {

@@ -1,6 +1,6 @@
-#include "response_framing.h"
+#include "sandbox/http1/response_framing.h"
 
-#include "sandbox/http/http_helpers.h"
+#include "sandbox/http1/text.h"
 
 namespace sandbox::http {
 namespace {
