@@ -4,9 +4,9 @@
 //
 // Thread-safety: every public method may be called from any thread at any time, concurrently
 // (as WarmPool's). One mutex, mu_, guards all the state below it. The factory, the health
-// checks and destruction are called without it; only Prepared() and a RetireIf pick, which
-// must not block, are called under it. lifecycle_mu_ serialises Start(), Resize() and
-// Shutdown() (the thread handles), and is taken before mu_.
+// checks and destruction are called without it; only an idle sandbox's Prepared() and
+// Reusable() and a RetireIf pick, which must not block, are called under it. lifecycle_mu_
+// serialises Start(), Resize() and Shutdown() (the thread handles), and is taken before mu_.
 #pragma once
 
 #include <spdlog/logger.h>
