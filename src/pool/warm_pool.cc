@@ -1,9 +1,6 @@
 #include "sandbox/pool/warm_pool.h"
 
-#include <spdlog/sinks/null_sink.h>
-
 #include <algorithm>
-#include <memory>
 
 namespace sandbox::pool {
 
@@ -42,33 +39,5 @@ bool BehindDemand(bool requests_waiting, bool idle_empty,
   if (requests_waiting) return true;
   return idle_empty && last_wait_began.has_value() && now - *last_wait_began < window;
 }
-
-namespace detail {
-
-PoolOptions Clamped(PoolOptions options) {
-  options.max_total = std::max(options.max_total, 1);
-  options.min_idle = std::clamp(options.min_idle, 0, options.max_total);
-  options.max_concurrent_starts = std::max(options.max_concurrent_starts, 1);
-  options.acquire_timeout = std::max(options.acquire_timeout, milliseconds{0});
-  options.health_check_interval = std::max(options.health_check_interval, milliseconds{0});
-  options.start_backoff_max = std::max(options.start_backoff_max, options.start_backoff_initial);
-  options.autoscale_tick = std::max(options.autoscale_tick, milliseconds{1});
-  if (!options.clock) options.clock = [] { return Clock::now(); };
-  return options;
-}
-
-PoolSizes ClampedSizes(PoolSizes sizes) {
-  sizes.max_total = std::max(sizes.max_total, 1);
-  sizes.min_idle = std::clamp(sizes.min_idle, 0, sizes.max_total);
-  sizes.max_concurrent_starts = std::max(sizes.max_concurrent_starts, 1);
-  return sizes;
-}
-
-std::shared_ptr<spdlog::logger> OrNullLogger(std::shared_ptr<spdlog::logger> logger) {
-  if (logger) return logger;
-  return std::make_shared<spdlog::logger>("pool", std::make_shared<spdlog::sinks::null_sink_mt>());
-}
-
-}  // namespace detail
 
 }  // namespace sandbox::pool

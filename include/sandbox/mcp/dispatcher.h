@@ -14,6 +14,10 @@
 // in _meta and, on lists and reads, caching hints (ttlMs, cacheScope). Removed methods
 // (initialize, ping, logging/setLevel, resources/subscribe) are unknown there.
 //
+// One source file per era: dispatcher_2025_11_25.cc (initialize, sessions, batches; versions
+// 2024-11-05 to 2025-11-25) and dispatcher_2026_07_28.cc (HandleModern, CheckModern, tasks);
+// dispatcher.cc holds what both use (Route, CallTool, the resources methods).
+//
 // Thread-safety: Handle() may run on many threads at once, also for one session (a tools/call
 // and the notifications/cancelled that stops it run concurrently).
 #pragma once

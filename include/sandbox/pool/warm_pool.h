@@ -181,9 +181,75 @@ struct PoolStats {
 };
 
 namespace detail {
+
+// SandboxFactory<T> as the pool's core calls it, T erased to PooledSandbox (FactoryOf<T>).
+// Thread-safety: as SandboxFactory's.
+class ErasedFactory {
+ public:
+  virtual ~ErasedFactory() = default;
+  virtual Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) = 0;
+  virtual void CancelStarts() = 0;
+};
+
 template <typename T>
-class PoolCore;  // the shared state behind WarmPool and its leases (warm_pool_core.h)
+class FactoryOf final : public ErasedFactory {
+ public:
+  explicit FactoryOf(SandboxFactory<T>& factory) : factory_(factory) {}
+  Result<std::unique_ptr<PooledSandbox>> CreateFor(const StartContext& context) override {
+    Result<std::unique_ptr<T>> created = factory_.CreateFor(context);
+    if (!created.ok()) return created.error();
+    return std::unique_ptr<PooledSandbox>(std::move(created).value());
+  }
+  void CancelStarts() override { factory_.CancelStarts(); }
+
+ private:
+  SandboxFactory<T>& factory_;
+};
+
+// A sandbox PoolCore::Acquire took out of the pool, before WarmPool<T> makes it a Lease<T>.
+struct Lent {
+  std::unique_ptr<PooledSandbox> sandbox;
+  std::uint64_t generation = 0;  // the pool's drain generation when its start began
+};
+
+// The pool's state and logic, shared by a WarmPool<T> and its leases so that a lease may
+// outlive the pool. Not a template: it holds PooledSandboxes, and WarmPool<T> and Lease<T> are
+// thin typed wrappers that add the casts to T. So the logic is compiled once
+// (src/pool/pool_core.cc) and a change to it rebuilds one object, not every file that holds a
+// pool; the price is a virtual call per pool operation and a static_cast, safe because every
+// sandbox of a WarmPool<T> came from its SandboxFactory<T>. The implementation, its states and
+// transitions: src/pool/pool_core.h, src/pool/POOL_ARCHITECTURE.md.
+// Thread-safety: as WarmPool's; every method may be called from any thread at any time.
+class PoolCore {
+ public:
+  virtual ~PoolCore() = default;
+  virtual void Start() = 0;
+  virtual void Shutdown() = 0;
+  virtual Result<Lent> Acquire(std::optional<std::chrono::milliseconds> timeout,
+                               const std::string& principal) = 0;
+  // The end of a lease: the sandbox comes back or is destroyed; never blocks on destruction
+  // while the pool runs.
+  virtual void Release(std::unique_ptr<PooledSandbox> sandbox, bool discarded,
+                       const std::string& principal, std::uint64_t generation) noexcept = 0;
+  virtual PoolSizes Resize(PoolSizes sizes) = 0;
+  virtual PoolSizes sizes() const = 0;
+  virtual AutoscaleOptions SetAutoscale(AutoscaleOptions options) = 0;
+  virtual AutoscaleOptions autoscale() const = 0;
+  virtual DrainProgress Drain() = 0;
+  virtual int RetireIf(const std::function<bool(PooledSandbox&)>& pick, std::string_view why) = 0;
+  virtual PoolStats Stats() const = 0;
+  virtual const PoolOptions& options() const = 0;
+};
+
+// A pool's core, not started (pool_core.cc). `factory` is the core's own; the factory it wraps
+// must outlive Shutdown(). `logger` may be null (then nothing is logged).
+std::shared_ptr<PoolCore> MakePoolCore(PoolOptions options, std::unique_ptr<ErasedFactory> factory,
+                                       std::shared_ptr<spdlog::logger> logger);
+
 }  // namespace detail
+
+template <typename T>
+class WarmPool;
 
 // A lent sandbox of type T (the type its pool's factory makes, so no holder ever casts).
 // Move-only; empty after being moved from. When it ends (destructor, Reset(), or being
@@ -232,15 +298,15 @@ class Lease {
   void Reset() noexcept;
 
  private:
-  friend class detail::PoolCore<T>;
-  Lease(std::shared_ptr<detail::PoolCore<T>> core, std::unique_ptr<T> sandbox,
-        std::string principal, std::uint64_t generation) noexcept
+  friend class WarmPool<T>;
+  Lease(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<T> sandbox, std::string principal,
+        std::uint64_t generation) noexcept
       : core_(std::move(core)),
         sandbox_(std::move(sandbox)),
         principal_(std::move(principal)),
         generation_(generation) {}
 
-  std::shared_ptr<detail::PoolCore<T>> core_;  // keeps the pool's state alive for the release
+  std::shared_ptr<detail::PoolCore> core_;  // keeps the pool's state alive for the release
   std::unique_ptr<T> sandbox_;
   std::string principal_;         // whom it was lent to (fair sharing)
   std::uint64_t generation_ = 0;  // the pool's drain generation when the sandbox's start began
@@ -248,7 +314,7 @@ class Lease {
 };
 
 // A pool of sandboxes of type T (a PooledSandbox), made by a SandboxFactory<T>. The pool's
-// logic is the same for every T (warm_pool_core.h); the type only reaches the leases.
+// logic is the same for every T (detail::PoolCore); the type only reaches the leases.
 template <typename T>
 class WarmPool {
   static_assert(std::is_base_of_v<PooledSandbox, T>, "a pool holds PooledSandboxes");
@@ -319,9 +385,98 @@ class WarmPool {
   const std::string& name() const { return options().name; }
 
  private:
-  std::shared_ptr<detail::PoolCore<T>> core_;
+  std::shared_ptr<detail::PoolCore> core_;
 };
 
-}  // namespace sandbox::pool
+template <typename T>
+void Lease<T>::Reset() noexcept {
+  if (sandbox_ && core_) {
+    core_->Release(std::unique_ptr<PooledSandbox>(std::move(sandbox_)), discarded_, principal_,
+                   generation_);
+  }
+  sandbox_.reset();
+  core_.reset();
+  discarded_ = false;
+}
 
-#include "sandbox/pool/warm_pool_core.h"  // IWYU pragma: export
+template <typename T>
+WarmPool<T>::WarmPool(PoolOptions options, SandboxFactory<T>& factory,
+                      std::shared_ptr<spdlog::logger> logger)
+    : core_(detail::MakePoolCore(
+          std::move(options), std::make_unique<detail::FactoryOf<T>>(factory), std::move(logger))) {
+}
+
+template <typename T>
+WarmPool<T>::~WarmPool() {
+  core_->Shutdown();
+}
+
+template <typename T>
+void WarmPool<T>::Start() {
+  core_->Start();
+}
+
+template <typename T>
+void WarmPool<T>::Shutdown() {
+  core_->Shutdown();
+}
+
+template <typename T>
+Result<Lease<T>> WarmPool<T>::Acquire(std::optional<std::chrono::milliseconds> timeout,
+                                      const std::string& principal) {
+  const auto begin = Clock::now();
+  Result<Lease<T>> lease = [&]() -> Result<Lease<T>> {
+    Result<detail::Lent> lent = core_->Acquire(timeout, principal);
+    if (!lent.ok()) return lent.error();
+    // Every sandbox of this pool came from its SandboxFactory<T>.
+    return Lease<T>(core_, std::unique_ptr<T>(static_cast<T*>(lent->sandbox.release())), principal,
+                    lent->generation);
+  }();
+  if (const auto& hook = core_->options().hooks.acquire_finished) {
+    hook(lease.ok(), std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - begin));
+  }
+  return lease;
+}
+
+template <typename T>
+PoolSizes WarmPool<T>::Resize(PoolSizes sizes) {
+  return core_->Resize(sizes);
+}
+
+template <typename T>
+PoolSizes WarmPool<T>::sizes() const {
+  return core_->sizes();
+}
+
+template <typename T>
+AutoscaleOptions WarmPool<T>::SetAutoscale(AutoscaleOptions options) {
+  return core_->SetAutoscale(options);
+}
+
+template <typename T>
+AutoscaleOptions WarmPool<T>::autoscale() const {
+  return core_->autoscale();
+}
+
+template <typename T>
+DrainProgress WarmPool<T>::Drain() {
+  return core_->Drain();
+}
+
+template <typename T>
+int WarmPool<T>::RetireIf(const std::function<bool(T&)>& pick, std::string_view why) {
+  return core_->RetireIf([&pick](PooledSandbox& sandbox) { return pick(static_cast<T&>(sandbox)); },
+                         why);
+}
+
+template <typename T>
+PoolStats WarmPool<T>::stats() const {
+  return core_->Stats();
+}
+
+template <typename T>
+const PoolOptions& WarmPool<T>::options() const {
+  return core_->options();
+}
+
+}  // namespace sandbox::pool
