@@ -41,7 +41,7 @@ void Put(json& out, const run_result::Field& field, RunResultShape shape, bool h
       if (has) out[std::string(field.name)] = make();
       return;
     case Presence::kNullable:
-      out[std::string(field.name)] = has ? json(make()) : json(nullptr);
+      out[std::string(field.name)] = has ? make() : json(nullptr);
       return;
   }
 }

@@ -39,7 +39,7 @@ void RunMonitor::Watch(const exec::CancelToken& cancel) {
 }
 
 exec::InputReply RunMonitor::ReplyTo(std::int64_t seq) const {
-  return [link = link_, seq](std::optional<std::string> line) {
+  return [link = link_, seq](const std::optional<std::string>& line) {
     std::lock_guard lock(link->mu);
     if (!link->open) return;  // the run is over
     (void)link->send(InputReplyRequest(link->run_id, seq, line),
