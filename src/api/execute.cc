@@ -7,7 +7,6 @@
 
 #include "sandbox/core/base64.h"
 #include "sandbox/core/json.h"
-#include "sandbox/core/utf8.h"
 #include "sandbox/http/sse_channel.h"
 
 namespace sandbox::api {
@@ -170,72 +169,6 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
                   "here, or create a session with the memory you need");
   }
   return std::nullopt;
-}
-
-json ImageJson(const exec::Image& image) {
-  return {{"mime_type", image.mime_type},
-          {"width", image.width},
-          {"height", image.height},
-          {"data_base64", Base64Encode(image.data)}};
-}
-
-json FileJson(const exec::OutputFile& file) {
-  return {{"path", RepairUtf8(file.path)},
-          {"size", file.size},
-          {"mime_type", file.mime_type.empty() ? "application/octet-stream" : file.mime_type},
-          {"content_base64", Base64Encode(file.data)}};
-}
-
-namespace {
-
-// `s` as valid UTF-8, moved out when it already is.
-std::string TakeUtf8(std::string& s) {
-  return IsValidUtf8(s) ? std::exchange(s, std::string()) : RepairUtf8(s);
-}
-
-}  // namespace
-
-json ExecuteResultJson(exec::RunResult r) {
-  json out = {{"verdict", exec::VerdictName(r.verdict)},
-              {"exit_code", r.exit_code},
-              {"signal", r.signal ? json(*r.signal) : json(nullptr)},
-              {"stdout", TakeUtf8(r.stdout_text)},
-              {"stderr", TakeUtf8(r.stderr_text)},
-              {"duration_ms", r.duration_ms},
-              {"value", r.value ? json(RepairUtf8(*r.value)) : json(nullptr)},
-              {"traceback", nullptr},
-              {"images", json::array()},
-              {"files", json::array()},
-              {"output_truncated", r.output_truncated},
-              {"files_truncated", r.files_truncated},
-              {"images_truncated", r.images_truncated},
-              {"detail", RepairUtf8(r.detail)},
-              {"pool", RepairUtf8(r.pool)},
-              {"engine", r.engine.empty() ? json(nullptr) : json(RepairUtf8(r.engine))},
-              {"session_id", r.session_id.empty() ? json(nullptr) : json(RepairUtf8(r.session_id))},
-              {"session_reset", r.session_reset},
-              {"session_notice",
-               r.session_notice.empty() ? json(nullptr) : json(RepairUtf8(r.session_notice))}};
-  if (r.traceback) {
-    json frames = json::array();
-    for (const auto& f : r.traceback->frames) {
-      frames.push_back(
-          {{"file", RepairUtf8(f.file)}, {"line", f.line}, {"function", RepairUtf8(f.function)}});
-    }
-    out["traceback"] = {{"type", RepairUtf8(r.traceback->type)},
-                        {"message", RepairUtf8(r.traceback->message)},
-                        {"frames", frames}};
-  }
-  // Each figure and file leaves the result as its base64 enters the answer.
-  for (auto& image : r.images) {
-    out["images"].push_back(ImageJson(image));
-    std::string().swap(image.data);
-  }
-  for (auto& file : r.files) {
-    out["files"].push_back(FileJson(file));
-    std::string().swap(file.data);
-  }
-  return out;
 }
 
 json ErrorBody(const ApiError& error) {

@@ -6,16 +6,10 @@
 // refused. With `session_id` the code runs in that session (memory_bytes is then refused: a
 // session's memory is fixed at creation).
 //
-// Result (JSON mode's body, and the data of the SSE `result` event):
-//   {verdict, exit_code, signal, stdout, stderr, duration_ms, value, traceback, images:
-//    [{mime_type, width, height, data_base64}], files: [{path, size, mime_type, content_base64}],
-//    output_truncated, files_truncated, images_truncated, detail, pool, session_id,
-//    session_reset, session_notice}
-// the fields of run_python's structuredContent with the image and file bytes inline;
-// session_id and session_notice are null outside sessions (and the notice when there is none),
-// session_reset true when this run ended the session's interpreter (restarted empty). exit_code
-// is -1 when the process did not exit by itself (signal, limit, never ran); value and traceback
-// are null when absent. Program output is decoded as UTF-8 with U+FFFD for invalid bytes.
+// Result (JSON mode's body, and the data of the SSE `result` event): the complete shape of the
+// run result (exec::RunResultJson, sandbox/exec/run_result_json.h): the fields of run_python's
+// structuredContent with the image and file bytes inline, and every field present (null when
+// absent).
 //
 // Thread-safety: stateless functions; StreamEvents is used by one run (the engine calls
 // observers serially).
@@ -44,12 +38,6 @@ std::optional<ApiError> ParseSessionCreateRequest(const nlohmann::json& body,
 
 // Whether `id` can be a session id (1-128 of [A-Za-z0-9_-]); anything else is never found.
 bool IsSessionIdSyntax(std::string_view id);
-
-// Consumes the result: its output, figures and files move into the answer (built once). Output
-// is taken as it is when valid UTF-8 (exec::BoundResultOutput made it so), else repaired.
-nlohmann::json ExecuteResultJson(exec::RunResult result);
-nlohmann::json ImageJson(const exec::Image& image);
-nlohmann::json FileJson(const exec::OutputFile& file);
 
 // {"error": message, "field": field-or-null}
 nlohmann::json ErrorBody(const ApiError& error);

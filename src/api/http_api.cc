@@ -15,6 +15,7 @@
 #include "sandbox/core/log_context.h"
 #include "sandbox/core/log_safe.h"
 #include "sandbox/core/utf8.h"
+#include "sandbox/exec/run_result_json.h"
 #include "sandbox/exec/session_json.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/request_guard.h"
@@ -169,10 +170,10 @@ class StreamObserver final : public exec::RunObserver {
     Emit(out ? "stdout" : "stderr", (out ? stdout_ : stderr_).Feed(bytes));
   }
   void OnImage(const exec::Image& image) override {
-    state_.Push(SseEvent("image", ImageJson(image)));
+    state_.Push(SseEvent("image", exec::RunImageJson(image)));
   }
   void OnFile(const exec::OutputFile& file) override {
-    state_.Push(SseEvent("file", FileJson(file)));
+    state_.Push(SseEvent("file", exec::RunFileJson(file)));
   }
   // Incomplete characters left at the end of the output.
   void Flush() {
@@ -357,7 +358,8 @@ void HttpApi::Register(httplib::Server& server) {
       logger_->warn("POST /v1/execute: {}", held.error().message());
       return SendApiError(res, AnswerRefused(held.error(), options_.retry_after_s));
     }
-    http::SendJsonHeld(res, 200, ExecuteResultJson(std::move(*result)), std::move(*held));
+    http::SendJsonHeld(res, 200, exec::RunResultJson(*result, exec::RunResultShape::kComplete),
+                       std::move(*held));
   });
 
   RegisterSessions(server);
@@ -413,7 +415,7 @@ void HttpApi::ServeStream(RunFunction run, bool in_session, httplib::Response& r
     } else if (result.ok()) {
       logger->debug("POST /v1/execute (stream): verdict {} in {} ms",
                     exec::VerdictName(result->verdict), result->duration_ms);
-      raw->Push(SseEvent("result", ExecuteResultJson(std::move(*result))));
+      raw->Push(SseEvent("result", exec::RunResultJson(*result, exec::RunResultShape::kComplete)));
     } else {
       refused = in_session ? FromSessionError(result.error(), retry_after_s, 429)
                            : FromEngineError(result.error(), retry_after_s);

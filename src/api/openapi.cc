@@ -3,7 +3,7 @@
 #include <string>
 
 #include "sandbox/api/http_api.h"
-#include "sandbox/exec/run_types.h"
+#include "sandbox/exec/run_result_json.h"
 #include "sandbox/exec/session_json.h"
 
 namespace sandbox::api {
@@ -20,12 +20,6 @@ json ErrorResponse(const std::string& description, const std::string& schema = "
 }
 
 json Schemas() {
-  json verdicts = json::array();
-  for (auto v : {exec::Verdict::kOk, exec::Verdict::kError, exec::Verdict::kTimeout,
-                 exec::Verdict::kMemory, exec::Verdict::kOutputLimit, exec::Verdict::kCancelled,
-                 exec::Verdict::kSignal, exec::Verdict::kInternal}) {
-    verdicts.push_back(exec::VerdictName(v));
-  }
   json s;
   s["Error"] = {{"type", "object"},
                 {"description", "Why a request was refused."},
@@ -181,70 +175,13 @@ json Schemas() {
         {"truncated",
          {{"type", "boolean"}, {"description", "more files exist than were listed"}}}}},
       {"required", {"session_id", "files", "truncated"}}};
-  json frame = {{"type", "object"},
-                {"properties",
-                 {{"file", {{"type", "string"}}},
-                  {"line", {{"type", "integer"}}},
-                  {"function", {{"type", "string"}}}}}};
-  s["Image"] = {{"type", "object"},
-                {"properties",
-                 {{"mime_type", {{"type", "string"}}},
-                  {"width", {{"type", "integer"}}},
-                  {"height", {{"type", "integer"}}},
-                  {"data_base64", {{"type", "string"}}}}},
-                {"required", {"mime_type", "width", "height", "data_base64"}}};
-  s["File"] = {{"type", "object"},
-               {"properties",
-                {{"path", {{"type", "string"}}},
-                 {"size", {{"type", "integer"}}},
-                 {"mime_type", {{"type", "string"}}},
-                 {"content_base64", {{"type", "string"}}}}},
-               {"required", {"path", "size", "mime_type", "content_base64"}}};
-  s["ExecuteResult"] = {
-      {"type", "object"},
-      {"properties",
-       {{"verdict", {{"type", "string"}, {"enum", verdicts}}},
-        {"exit_code",
-         {{"type", "integer"}, {"description", "-1 when the process did not exit by itself"}}},
-        {"signal", {{"type", {"integer", "null"}}}},
-        {"stdout", {{"type", "string"}}},
-        {"stderr", {{"type", "string"}}},
-        {"duration_ms", {{"type", "integer"}}},
-        {"value", {{"type", {"string", "null"}}, {"description", "repr() of a final expression"}}},
-        {"traceback",
-         {{"type", {"object", "null"}},
-          {"properties",
-           {{"type", {{"type", "string"}}},
-            {"message", {{"type", "string"}}},
-            {"frames", {{"type", "array"}, {"items", frame}}}}}}},
-        {"images", {{"type", "array"}, {"items", Ref("Image")}}},
-        {"files", {{"type", "array"}, {"items", Ref("File")}}},
-        {"output_truncated", {{"type", "boolean"}}},
-        {"files_truncated", {{"type", "boolean"}}},
-        {"images_truncated",
-         {{"type", "boolean"},
-          {"description",
-           "figures were dropped: over the count, pixel or byte bounds of one figure or of the "
-           "run"}}},
-        {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
-        {"pool", {{"type", "string"}}},
-        {"engine",
-         {{"type", {"string", "null"}},
-          {"description", "the engine (docker.engines name) whose sandbox ran the code"}}},
-        {"session_id",
-         {{"type", {"string", "null"}}, {"description", "the session that ran it, if any"}}},
-        {"session_reset",
-         {{"type", "boolean"},
-          {"description",
-           "this run ended the session's interpreter (a limit kill): the session was restarted "
-           "empty, its variables and files are gone"}}},
-        {"session_notice",
-         {{"type", {"string", "null"}},
-          {"description", "why the session was restarted empty since the previous call"}}}}},
-      {"required",
-       {"verdict", "exit_code", "signal", "stdout", "stderr", "duration_ms", "value", "traceback",
-        "images", "files", "output_truncated", "files_truncated", "images_truncated", "detail",
-        "pool", "engine", "session_id", "session_reset", "session_notice"}}};
+  // The run result's complete shape (exec::RunResultJson), its figures and files components of
+  // their own: the SSE `image` and `file` events send them alone.
+  s["Image"] = exec::RunImageSchema();
+  s["File"] = exec::RunFileSchema();
+  s["ExecuteResult"] = exec::RunResultSchema(exec::RunResultShape::kComplete);
+  s["ExecuteResult"]["properties"]["images"]["items"] = Ref("Image");
+  s["ExecuteResult"]["properties"]["files"]["items"] = Ref("File");
   s["StreamText"] = {
       {"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}, {"required", {"text"}}};
   s["StreamError"] = {{"type", "object"},

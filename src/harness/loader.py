@@ -2,9 +2,11 @@
 
 The server sends the harness into the container as one Python source (the bootstrap compiles it
 as "<harness>" and exec()s it as __main__, docs/harness-protocol.md "Bootstrap"): this file,
-then a call `_boot({module: source, ...})` with every module of the sandbox_harness package,
-appended by cmake/pack_harness.cmake. The container's root file system is read-only, so the
-modules are served from those sources by an import hook, never written anywhere.
+then a call `_boot({module: source, ...}, {file: text, ...})` with every module of the
+sandbox_harness package and its data files (the protocol's schema, protocol.json), appended by
+cmake/pack_harness.cmake. The container's root file system is read-only, so the modules are
+served from those sources by an import hook and the data files by its get_data, never written
+anywhere.
 """
 
 import sys
@@ -16,11 +18,13 @@ class _Loader:
     """Finder and loader of the harness's modules. Each is compiled with the code filename
     "<payload>/<module>.py": all in one directory, the payload's name, which is how the
     traceback filter (tracebacks.is_harness_file) knows every harness frame. get_source gives
-    linecache the lines of the harness's own tracebacks (its log)."""
+    linecache the lines of the harness's own tracebacks (its log); get_data the package's data
+    files, by the path they have beside the modules (as Python's file loader reads them)."""
 
-    def __init__(self, sources, directory):
+    def __init__(self, sources, directory, data):
         self.sources = sources
         self.directory = directory
+        self.data = data
 
     def _key(self, name):
         if name == _PACKAGE:
@@ -50,10 +54,17 @@ class _Loader:
     def get_source(self, name):
         return self.sources.get(self._key(name))
 
+    def get_data(self, path):
+        directory, _, name = path.rpartition("/")
+        if directory != self.directory or name not in self.data:
+            raise OSError("%r is not in the harness payload" % path)
+        return self.data[name].encode("utf-8")
 
-def _boot(sources):
-    """Installs every module from `sources`, then, as the bootstrap's payload, runs the harness."""
-    loader = _Loader(sources, _boot.__code__.co_filename)
+
+def _boot(sources, data=None):
+    """Installs every module from `sources` (and the data files `data`), then, as the
+    bootstrap's payload, runs the harness."""
+    loader = _Loader(sources, _boot.__code__.co_filename, data or {})
     sys.meta_path.insert(0, loader)
     try:
         import importlib

@@ -7,6 +7,7 @@
 #include "sandbox/core/json_size.h"
 #include "sandbox/core/utf8.h"
 #include "sandbox/exec/answer_bound.h"
+#include "sandbox/exec/run_result_json.h"
 #include "sandbox/mcp/resource_provider.h"
 #include "session_uri.h"
 #include "tool_args.h"
@@ -50,11 +51,6 @@ std::string Summary(const exec::RunResult& r) {
   return out + "\n";
 }
 
-// `s` as valid UTF-8, moved out when it already is (the answer is built once, not copied).
-std::string TakeUtf8(std::string& s) {
-  return IsValidUtf8(s) ? std::exchange(s, std::string()) : RepairUtf8(s);
-}
-
 }  // namespace
 
 std::string TextBlockExcerpt(std::string_view text, std::size_t max_escaped,
@@ -74,85 +70,14 @@ std::string FileUri(std::string_view run_id, std::string_view path) {
   return "sandbox://runs/" + std::string(run_id) + "/files/" + PercentEncodePath(path);
 }
 
-json RunPythonOutputSchema() {
-  json verdicts = json::array();
-  for (auto v : {exec::Verdict::kOk, exec::Verdict::kError, exec::Verdict::kTimeout,
-                 exec::Verdict::kMemory, exec::Verdict::kOutputLimit, exec::Verdict::kCancelled,
-                 exec::Verdict::kSignal, exec::Verdict::kInternal}) {
-    verdicts.push_back(exec::VerdictName(v));
-  }
-  json frame = {{"type", "object"},
-                {"properties",
-                 {{"file", {{"type", "string"}}},
-                  {"line", {{"type", "integer"}}},
-                  {"function", {{"type", "string"}}}}},
-                {"required", {"file", "line", "function"}}};
-  return {
-      {"type", "object"},
-      {"properties",
-       {{"verdict",
-         {{"type", "string"},
-          {"enum", verdicts},
-          {"description", "how the run ended; ok means exit 0 without an uncaught exception"}}},
-        {"exit_code", {{"type", "integer"}}},
-        {"stdout", {{"type", "string"}}},
-        {"stderr", {{"type", "string"}}},
-        {"duration_ms", {{"type", "integer"}}},
-        {"engine",
-         {{"type", "string"},
-          {"description", "the engine (docker.engines name) whose sandbox ran the code"}}},
-        {"value", {{"type", "string"}, {"description", "repr() of the final expression, if any"}}},
-        {"traceback",
-         {{"type", "object"},
-          {"properties",
-           {{"type", {{"type", "string"}}},
-            {"message", {{"type", "string"}}},
-            {"frames", {{"type", "array"}, {"items", frame}}}}},
-          {"required", {"type", "message", "frames"}}}},
-        {"images",
-         {{"type", "array"},
-          {"items",
-           {{"type", "object"},
-            {"properties",
-             {{"mime_type", {{"type", "string"}}},
-              {"width", {{"type", "integer"}}},
-              {"height", {{"type", "integer"}}},
-              {"bytes", {{"type", "integer"}}}}},
-            {"required", {"mime_type", "width", "height", "bytes"}}}}}},
-        {"files",
-         {{"type", "array"},
-          {"items",
-           {{"type", "object"},
-            {"properties",
-             {{"path", {{"type", "string"}}},
-              {"size", {{"type", "integer"}}},
-              {"mime_type", {{"type", "string"}}}}},
-            {"required", {"path", "size", "mime_type"}}}}}},
-        {"detail", {{"type", "string"}, {"description", "why a run did not end ok"}}},
-        {"output_truncated", {{"type", "boolean"}}},
-        {"files_truncated", {{"type", "boolean"}}},
-        {"images_truncated",
-         {{"type", "boolean"},
-          {"description",
-           "figures were dropped: over the count, pixel or byte bounds of one figure or of the "
-           "run"}}},
-        {"session_id",
-         {{"type", "string"}, {"description", "the session that ran the code (session calls)"}}},
-        {"session_reset",
-         {{"type", "boolean"},
-          {"description",
-           "true when this run ended the session's interpreter (a limit kill): the session was "
-           "restarted empty, every variable, import and file is gone"}}},
-        {"session_notice",
-         {{"type", "string"},
-          {"description",
-           "why the session was restarted empty since the previous call, when it was"}}}}},
-      {"required", {"verdict", "exit_code", "stdout", "stderr", "duration_ms", "images", "files"}}};
-}
+json RunPythonOutputSchema() { return exec::RunResultSchema(exec::RunResultShape::kSummary); }
 
 json FormatRunResult(exec::RunResult r, std::string_view run_id) {
-  std::string out_text = TakeUtf8(r.stdout_text);
-  std::string err_text = TakeUtf8(r.stderr_text);
+  // The output moves into structuredContent (whole, valid UTF-8); the text block shows it from
+  // there.
+  json structured = exec::RunResultJson(r, exec::RunResultShape::kSummary);
+  const auto& out_text = structured["stdout"].get_ref<const std::string&>();
+  const auto& err_text = structured["stderr"].get_ref<const std::string&>();
   // The text block's share of the output: whole when short, head and tail when not; stderr
   // keeps at least a quarter (a traceback's last lines are what a model needs).
   std::size_t err_share = std::min(JsonEscapedBytes(err_text), exec::kTextBlockOutputBytes / 4);
@@ -164,37 +89,7 @@ json FormatRunResult(exec::RunResult r, std::string_view run_id) {
           std::min(JsonEscapedBytes(out_shown), exec::kTextBlockOutputBytes - err_share),
       "stderr");
   const bool err_shown_whole = err_shown.size() == err_text.size();
-
-  json structured = {{"verdict", exec::VerdictName(r.verdict)},
-                     {"exit_code", r.exit_code},
-                     {"stdout", std::move(out_text)},
-                     {"stderr", json()},
-                     {"duration_ms", r.duration_ms},
-                     {"images", json::array()},
-                     {"files", json::array()}};
-  if (!r.engine.empty()) structured["engine"] = RepairUtf8(r.engine);
-  if (r.value) structured["value"] = RepairUtf8(*r.value);
-  if (r.traceback) {
-    json frames = json::array();
-    for (const auto& f : r.traceback->frames) {
-      frames.push_back(
-          {{"file", RepairUtf8(f.file)}, {"line", f.line}, {"function", RepairUtf8(f.function)}});
-    }
-    structured["traceback"] = {{"type", RepairUtf8(r.traceback->type)},
-                               {"message", RepairUtf8(r.traceback->message)},
-                               {"frames", frames}};
-  }
-  if (!r.detail.empty()) structured["detail"] = RepairUtf8(r.detail);
-  if (r.output_truncated) structured["output_truncated"] = true;
-  if (r.files_truncated) structured["files_truncated"] = true;
-  if (r.images_truncated) structured["images_truncated"] = true;
-
   const bool in_session = !r.session_id.empty();
-  if (in_session) {
-    structured["session_id"] = RepairUtf8(r.session_id);
-    structured["session_reset"] = r.session_reset;
-    if (!r.session_notice.empty()) structured["session_notice"] = RepairUtf8(r.session_notice);
-  }
 
   json content = json::array();
   std::string text;
@@ -232,10 +127,6 @@ json FormatRunResult(exec::RunResult r, std::string_view run_id) {
 
   json images = json::array();
   for (auto& image : r.images) {
-    structured["images"].push_back({{"mime_type", image.mime_type},
-                                    {"width", image.width},
-                                    {"height", image.height},
-                                    {"bytes", image.data.size()}});
     images.push_back(
         {{"type", "image"}, {"data", Base64Encode(image.data)}, {"mimeType", image.mime_type}});
     std::string().swap(image.data);  // its base64 is in the answer now
@@ -256,7 +147,6 @@ json FormatRunResult(exec::RunResult r, std::string_view run_id) {
   for (auto& file : r.files) {
     const std::string path = RepairUtf8(file.path);
     const std::string mime = file.mime_type.empty() ? "application/octet-stream" : file.mime_type;
-    structured["files"].push_back({{"path", path}, {"size", file.size}, {"mime_type", mime}});
     // A session's files stay readable (resources/read) under the session's URI.
     const std::string uri =
         in_session ? SessionFileUri(r.session_id, file.path) : FileUri(run_id, file.path);
@@ -267,7 +157,6 @@ json FormatRunResult(exec::RunResult r, std::string_view run_id) {
   }
   if (r.files_truncated) text += "[more files were produced than can be returned]\n";
 
-  structured["stderr"] = std::move(err_text);
   content.push_back({{"type", "text"}, {"text", std::move(text)}});
   for (auto& block : images) content.push_back(std::move(block));
   for (auto& block : resources) content.push_back(std::move(block));

@@ -26,7 +26,7 @@ Status FrameDecoder::Feed(std::string_view bytes) {
     std::size_t length = (std::size_t{p[0]} << 24) | (std::size_t{p[1]} << 16) |
                          (std::size_t{p[2]} << 8) | std::size_t{p[3]};
     char kind = static_cast<char>(p[4]);
-    if (kind != 'J' && kind != '1' && kind != '2') {
+    if (kind != wire::kFrameJson && kind != wire::kFrameStdout && kind != wire::kFrameStderr) {
       error_ = Error(ErrorCode::kProtocol,
                      "harness sent a frame of unknown kind " + std::to_string(int{p[4]}));
       return *error_;

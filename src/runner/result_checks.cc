@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sandbox/core/json.h"
+#include "sandbox/runner/harness_wire.h"
 
 namespace sandbox::runner {
 namespace {
@@ -44,7 +45,7 @@ std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
   return n;
 }
 
-std::string JsonText(const json& j, const char* key, std::size_t max_bytes) {
+std::string JsonText(const json& j, std::string_view key, std::size_t max_bytes) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? CutText(it->get<std::string>(), max_bytes)
                                           : std::string();
@@ -168,23 +169,25 @@ std::string CutText(std::string_view text, std::size_t max_bytes) {
 }
 
 exec::Traceback BoundedTraceback(const json& j, const ResultLimits& limits) {
+  namespace t = wire::traceback;
+  namespace tf = wire::traceback_frame;
   exec::Traceback tb;
-  tb.type = JsonText(j, "type", limits.traceback_max_name_bytes);
-  tb.message = JsonText(j, "message", limits.traceback_max_message_bytes);
+  tb.type = JsonText(j, t::kType, limits.traceback_max_name_bytes);
+  tb.message = JsonText(j, t::kMessage, limits.traceback_max_message_bytes);
   std::vector<exec::TracebackFrame> real;
   std::int64_t omitted = 0;
   std::optional<std::size_t> marker_at;  // real frames before the first marker
-  if (auto it = j.find("frames"); it != j.end() && it->is_array()) {
+  if (auto it = j.find(t::kFrames); it != j.end() && it->is_array()) {
     for (const auto& f : *it) {
       if (!f.is_object()) continue;
       exec::TracebackFrame frame;
-      frame.file = JsonText(f, "file", limits.traceback_max_name_bytes);
-      auto line = f.find("line");
+      frame.file = JsonText(f, tf::kFile, limits.traceback_max_name_bytes);
+      auto line = f.find(tf::kLine);
       auto number = line != f.end() ? JsonInteger(*line) : std::nullopt;
       frame.line = number && *number > 0 && *number <= std::numeric_limits<int>::max()
                        ? static_cast<int>(*number)
                        : 0;
-      frame.function = JsonText(f, "function", limits.traceback_max_name_bytes);
+      frame.function = JsonText(f, tf::kFunction, limits.traceback_max_name_bytes);
       if (auto n = OmittedCount(frame)) {
         omitted += *n;
         if (!marker_at) marker_at = real.size();
@@ -215,21 +218,6 @@ exec::Traceback BoundedTraceback(const json& j, const ResultLimits& limits) {
     head /= 2;
     tail /= 2;
   }
-}
-
-void AddResultLimits(json& config, const ResultLimits& limits) {
-  config["traceback"] = {{"max_frames", limits.traceback_max_frames},
-                         {"max_message_bytes", limits.traceback_max_message_bytes},
-                         {"max_name_bytes", limits.traceback_max_name_bytes},
-                         {"max_total_bytes", limits.traceback_max_total_bytes}};
-  config["paths"] = {{"max_path_bytes", limits.path_max_bytes},
-                     {"max_name_bytes", limits.name_max_bytes}};
-  config["walk"] = {{"max_entries", limits.walk_max_entries}, {"max_depth", limits.walk_max_depth}};
-  config["input"] = {{"max_asks", limits.input_max_asks},
-                     {"max_prompt_chars", limits.input_max_prompt_chars},
-                     {"max_line_bytes", limits.input_max_line_bytes}};
-  config["value_max_chars"] = limits.value_max_chars;
-  config["list_max_entries"] = limits.list_max_entries;
 }
 
 }  // namespace sandbox::runner

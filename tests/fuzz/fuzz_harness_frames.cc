@@ -4,8 +4,8 @@
 //   - re-encoding the decoded frames gives back exactly the bytes they were decoded from, and
 //     AtBoundary() says whether bytes of a partial frame are left;
 //   - a failure happens exactly at an unknown kind or a length above the limit, and is sticky.
-// The harness's JSON messages are handled inside HarnessSandbox::Run, which needs a container
-// and its attach stream; they are not reachable here.
+// The harness's JSON messages are decoded by runner/harness_protocol.h's DecodeEvent (covered by
+// runner_unit_test; not fuzzed here).
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>

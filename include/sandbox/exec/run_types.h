@@ -8,20 +8,13 @@
 #include <string_view>
 #include <vector>
 
+#include "sandbox/exec/run_schema.h"
+
 namespace sandbox::exec {
 
-// How a run ended. Each is told apart reliably in both pool modes.
-enum class Verdict {
-  kOk,           // exit 0, no uncaught exception
-  kError,        // non-zero exit or an uncaught exception
-  kTimeout,      // killed at its wall-time limit
-  kMemory,       // killed by the memory limit (the cgroup's OOM killer)
-  kOutputLimit,  // killed for writing more than its output limit
-  kCancelled,    // cancelled by the caller
-  kSignal,       // killed by another signal (e.g. SIGSEGV)
-  kInternal,     // the engine or the server failed; the code may not have run
-};
-
+// How a run ended: enum class Verdict (kOk, kError, kTimeout, kMemory, kOutputLimit,
+// kCancelled, kSignal, kInternal) is generated from the protocol's schema (its "verdicts",
+// src/harness/sandbox_harness/protocol.json), whose names the harness gives in `done`.
 std::string_view VerdictName(Verdict verdict);
 std::optional<Verdict> ParseVerdict(std::string_view name);
 

@@ -12,10 +12,15 @@
 #include <string_view>
 
 #include "sandbox/core/result.h"
+#include "sandbox/runner/harness_wire.h"
 
 namespace sandbox::runner {
 
-enum class FrameKind : char { kJson = 'J', kStdout = '1', kStderr = '2' };
+enum class FrameKind : char {
+  kJson = wire::kFrameJson,
+  kStdout = wire::kFrameStdout,
+  kStderr = wire::kFrameStderr,
+};
 
 struct Frame {
   FrameKind kind = FrameKind::kJson;

@@ -2,7 +2,10 @@
 // concrete Sandbox (sandbox.h), and the only place that speaks the harness's messages. Start()
 // launches the sandbox on its engine (sandbox_spec.h; the engine creates the container, attaches
 // to its stdio and starts it), sends the harness and its configuration, and waits for `ready`.
-// Run() sends one run and relays its events until `done` (docs/harness-protocol.md).
+// Run() sends one run and relays its events until `done` (docs/harness-protocol.md). The
+// messages are encoded and decoded in harness_protocol.h (their names from the protocol's
+// schema); a run is watched by a RunMonitor (cancel, deadline) and its result built by a
+// ResultCollector (the server's checks of what the run reports).
 //
 // Thread-safety: one holder at a time calls Run()/Healthy() (the pool guarantees it). A run's
 // CancelToken may fire from any thread; the cancel is written to the harness under a mutex.
@@ -12,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -23,13 +27,20 @@
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/runner/container_handle.h"
 #include "sandbox/runner/harness_frames.h"
+#include "sandbox/runner/harness_wire.h"
 #include "sandbox/runner/sandbox.h"
 
 namespace sandbox::runner {
 
-// The harness protocol version this server speaks (docs/harness-protocol.md, ready.protocol);
-// an adopted session container's harness, sent by an earlier server, must speak it too.
-inline constexpr int kHarnessProtocol = 4;
+// The harness protocol version this server speaks (ready.protocol; the schema's version, see
+// harness_wire.h); an adopted session container's harness, sent by an earlier server, must
+// speak it too.
+inline constexpr int kHarnessProtocol = wire::kProtocolVersion;
+
+class ResultCollector;
+class RunMonitor;
+struct DoneEvent;
+struct HarnessEvent;
 
 // Everything needed to start sandboxes of one pool. Owned by the factory; outlives sandboxes.
 struct SandboxSetup {
@@ -68,11 +79,6 @@ struct SandboxSetup {
   std::chrono::milliseconds run_grace{10000};
 };
 
-// The largest frame the server reads from this setup's harness: a figure, a file piece or a
-// session's file, base64 in JSON, plus room for the fields around them. The harness is
-// untrusted: a longer frame is a protocol error before any of it is buffered.
-std::size_t MaxFrameBytes(const SandboxSetup& setup);
-
 // What one start adds to its pool's setup.
 struct StartExtras {
   std::map<std::string, std::string> labels;  // besides the setup's
@@ -80,10 +86,6 @@ struct StartExtras {
   // never sent to the container nor put in a label.
   std::string session_id;
 };
-
-// The harness's `config` message for `setup`: every value the harness uses, since it has no
-// defaults of its own (docs/harness-protocol.md, "config").
-nlohmann::json HarnessConfig(const SandboxSetup& setup);
 
 class HarnessSandbox final : public Sandbox {
  public:
@@ -149,18 +151,17 @@ class HarnessSandbox final : public Sandbox {
   const std::string& session_id() const override { return session_id_; }
 
  private:
-  struct RunLink;
-
   HarnessSandbox(const engine::ContainerEngine& engine, const SandboxSetup& setup,
                  ContainerHandle container, std::unique_ptr<engine::AttachedStream> stream,
                  std::shared_ptr<spdlog::logger> logger);
 
   Status Boot(engine::Deadline deadline, const std::atomic<bool>* cancel);
   // One file operation of the harness (put_files, list_files, get_file, delete_file, resume,
-  // session): sends `op` with a fresh id and returns the reply's `result`. The harness's
-  // refusal becomes kNotFound ("no such file"), kLimit (a size bound) or kInvalidArgument; a
-  // lost sandbox becomes kUnavailable and marks it broken.
-  Result<nlohmann::json> SessionOp(nlohmann::json op);
+  // session): sends `request(id)` with a fresh id and returns the reply's `result`. The
+  // harness's refusal becomes kNotFound ("no such file"), kLimit (a size bound) or
+  // kInvalidArgument; a lost sandbox becomes kUnavailable and marks it broken.
+  Result<nlohmann::json> SessionOp(
+      const std::function<nlohmann::json(std::string_view id)>& request);
   // The container is created with room for the harness to start (zygote_memory_bytes and 8
   // tasks beyond the run's limits). Once ready, the harness reports what it holds itself
   // (`ready.cgroup`), and the container is narrowed to that plus the run's memory budget (and
@@ -176,13 +177,18 @@ class HarnessSandbox final : public Sandbox {
   void CloseLogBudget(const std::string& what);
   std::string StderrTail() const;
   void MarkBroken(const std::string& why);
-  // An `input_request` of the run behind `link`: asks the observer when the run is interactive
-  // (answers EOF otherwise); the reply goes through the link, so one after the run goes nowhere.
-  static void AskObserver(const nlohmann::json& msg, bool interactive,
-                          const std::shared_ptr<RunLink>& link, exec::RunObserver& observer);
-  // Handles a JSON message that may arrive while no run is waiting for it (ready, pong,
-  // session_reset). True when it was one of those.
-  bool NoteIdleMessage(nlohmann::json& msg);
+  // A run's events, relayed until its `done`; or until the monitor gives up on the run or the
+  // stream fails, which retires the sandbox.
+  exec::RunResult RelayUntilDone(const std::string& run_id, bool interactive,
+                                 engine::Clock::time_point start, RunMonitor& monitor,
+                                 ResultCollector& collector, exec::RunObserver& observer);
+  // The run's `done`: the sandbox counts the run (a fresh pool's is used up), and an internal
+  // verdict retires it.
+  exec::RunResult FinishRun(const DoneEvent& done, engine::Clock::time_point start,
+                            ResultCollector& collector);
+  // Handles an event that may arrive while no run is waiting for it (ready: its info kept;
+  // session_reset: its notice kept). True when it was one of those.
+  bool NoteIdleEvent(HarnessEvent& event);
 
   const engine::ContainerEngine& engine_;
   const SandboxSetup& setup_;

@@ -1,8 +1,8 @@
 // The server's own checks of what a run reports through the harness (defence in depth: the
 // zygote checks the run process's records first, but the run's code shares a process with the
 // harness code that writes them), and of the file paths a request brings. The bounds are owned
-// here and all of them are sent to the harness in its config, which has no defaults of its own
-// (docs/harness-protocol.md, "Trust" and "Limits").
+// here and all of them are sent to the harness in its config (harness_protocol.h ConfigRequest),
+// which has no defaults of its own (docs/harness-protocol.md, "Trust" and "Limits").
 #pragma once
 
 #include <cstddef>
@@ -62,9 +62,5 @@ std::string CutText(std::string_view text, std::size_t max_bytes);
 // "[... N frames omitted ...]" with an empty file and line 0, as the harness marks them).
 exec::Traceback BoundedTraceback(const nlohmann::json& j,
                                  const ResultLimits& limits = kResultLimits);
-
-// The harness config's bounds from `limits`: `traceback`, `paths`, `walk`, `input`,
-// `value_max_chars` and `list_max_entries`, merged into `config`.
-void AddResultLimits(nlohmann::json& config, const ResultLimits& limits = kResultLimits);
 
 }  // namespace sandbox::runner

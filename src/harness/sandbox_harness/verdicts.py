@@ -4,6 +4,8 @@ zygote saw (kills, cgroup counters, the run's own claims)."""
 import os
 import signal
 
+from .protocol import VERDICT
+
 # The cell can write to the result pipe of its own process (see "Trust" in the protocol doc):
 # garbage there is the code's doing, not a failure of the harness or the server.
 CORRUPT_RESULTS = ("the code wrote data that is not a result record to the harness's result "
@@ -38,51 +40,51 @@ def decide_verdict(kill_reason=None, internal=None, ustatus=None, gstatus=None, 
     of the run about itself: at most its own `error`, never `internal`)."""
     limits = limits or {}
     if kill_reason == "cancel":
-        return "cancelled", None, signal.SIGKILL, "cancelled by request"
+        return VERDICT.cancelled, None, signal.SIGKILL, "cancelled by request"
     if kill_reason == "output_limit":
-        return ("output_limit", None, signal.SIGKILL,
+        return (VERDICT.output_limit, None, signal.SIGKILL,
                 "output exceeded the limit of %d bytes" % limits.get("output_bytes", 0))
     if kill_reason == "timeout":
-        return ("timeout", None, signal.SIGKILL,
+        return (VERDICT.timeout, None, signal.SIGKILL,
                 "wall-clock limit of %g s reached" % limits.get("timeout_s", 0))
     if kill_reason == "result_limit":  # the code can write to its own result pipe: its doing
-        return "error", None, signal.SIGKILL, "the run sent more result data than its limits allow"
+        return VERDICT.error, None, signal.SIGKILL, "the run sent more result data than its limits allow"
     if kill_reason == "corrupt":  # session mode: the result channel cannot be resynchronized
-        return "error", None, signal.SIGKILL, corrupt or CORRUPT_RESULTS
+        return VERDICT.error, None, signal.SIGKILL, corrupt or CORRUPT_RESULTS
     if kill_reason is not None:
-        return "internal", None, None, "killed: %s" % kill_reason
+        return VERDICT.internal, None, None, "killed: %s" % kill_reason
     status = ustatus
     if status is None and gstatus is not None and os.WIFSIGNALED(gstatus):
         status = gstatus  # the run's init itself was killed (e.g. by the OOM killer)
     if status is None:
         if oom_kills > 0:
-            return "memory", None, None, "out of memory: the OOM killer ended the run"
-        return "internal", None, None, internal or "the run ended without reporting a status"
+            return VERDICT.memory, None, None, "out of memory: the OOM killer ended the run"
+        return VERDICT.internal, None, None, internal or "the run ended without reporting a status"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if oom_kills > 0 or (sig == signal.SIGKILL and limit_hits > 0):
-            return "memory", None, sig, "out of memory: the OOM killer ended the run"
+            return VERDICT.memory, None, sig, "out of memory: the OOM killer ended the run"
         cpu_s = limits.get("cpu_s")
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s and cpu_ms is not None
                                       and cpu_ms >= cpu_s * 1000):
-            return "timeout", None, sig, "CPU-time limit of %d s reached" % cpu_s
-        return "signal", None, sig, "killed by signal %d (%s)" % (sig, _signame(sig))
+            return VERDICT.timeout, None, sig, "CPU-time limit of %d s reached" % cpu_s
+        return VERDICT.signal, None, sig, "killed by signal %d (%s)" % (sig, _signame(sig))
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     if oom_kills > 0:
-        return "memory", code, None, "out of memory: the OOM killer killed a process of the run"
+        return VERDICT.memory, code, None, "out of memory: the OOM killer killed a process of the run"
     if internal:
-        return "internal", code, None, internal
+        return VERDICT.internal, code, None, internal
     if corrupt:
-        return "error", code, None, corrupt
+        return VERDICT.error, code, None, corrupt
     if claimed_failure:
-        return "error", code, None, claimed_failure
+        return VERDICT.error, code, None, claimed_failure
     if code != 0 and memory_error:
         budget = limits.get("memory_bytes")
-        return ("memory", code, None, "out of memory: an allocation failed (MemoryError)"
+        return (VERDICT.memory, code, None, "out of memory: an allocation failed (MemoryError)"
                 + (" under the run's memory limit of %d bytes" % budget if budget else ""))
     if code != 0:
-        return "error", code, None, "exit status %s" % code
-    return "ok", 0, None, ""
+        return VERDICT.error, code, None, "exit status %s" % code
+    return VERDICT.ok, 0, None, ""
 
 
 def death_reason(ustatus, gstatus, oom_kills):

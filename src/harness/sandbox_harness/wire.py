@@ -7,12 +7,13 @@ import struct
 
 from .errors import ProtocolError
 from .osutil import write_all
+from .protocol import FRAMES, VERSION
 
-PROTOCOL_VERSION = 4  # 4: interactive stdin (input_request, input_reply)
+PROTOCOL_VERSION = VERSION  # ready.protocol (the schema's: 4 added interactive stdin)
 
-KIND_JSON = b"J"
-KIND_STDOUT = b"1"
-KIND_STDERR = b"2"
+KIND_JSON = FRAMES["json"]
+KIND_STDOUT = FRAMES["stdout"]
+KIND_STDERR = FRAMES["stderr"]
 MAX_INBOUND_FRAME = 256 << 20  # a server frame larger than this is a protocol error
 
 

@@ -8,6 +8,7 @@ from .cgroup import counter_delta, read_memory_counters
 from .errors import InputError
 from .messages import parse_run, validate_input_files
 from .osutil import write_all
+from .protocol import VERDICT
 from .verdicts import CORRUPT_RESULTS, decide_verdict
 from .wire import encode_json
 from .zygote_records import RunState
@@ -23,8 +24,8 @@ class Runs:
             files = validate_input_files(run["files"], self.cfg["files_in"]["max_count"],
                                          self.cfg["files_in"]["max_total_bytes"])
         except InputError as e:
-            self.chan.send(self._done_event(RunState(run["id"], run["limits"]), "error", None, None,
-                                            "invalid input files: %s" % e, 0))
+            self.chan.send(self._done_event(RunState(run["id"], run["limits"]), VERDICT.error,
+                                            None, None, "invalid input files: %s" % e, 0))
             return
         if self.prepared is None:
             self.prepare()

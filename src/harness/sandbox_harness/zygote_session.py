@@ -13,6 +13,7 @@ from .errors import InputError, ProtocolError
 from .kernel import narrowed_memory
 from .messages import parse_file_op, parse_op_id, parse_session_op
 from .osutil import log
+from .protocol import VERDICT
 from .verdicts import CORRUPT_RESULTS, RESET_SUFFIX, death_reason, decide_verdict
 from .wire import PROTOCOL_VERSION, encode_json_frame
 from .zygote_records import RunState
@@ -173,7 +174,8 @@ class ZygoteSession:
         if alive and "input_error" in answer:
             state.result = {}
             detail = "input files could not be written: %s" % str(answer["input_error"])[:2000]
-            self.chan.send(self._done_event(state, "error", None, None, detail, duration_ms))
+            self.chan.send(self._done_event(state, VERDICT.error, None, None, detail,
+                                            duration_ms))
             return False
         p.cells += 1
         if alive:

@@ -320,54 +320,10 @@ TEST(SessionErrors, MapToStatuses) {
   EXPECT_EQ(FromSessionError(Error(ErrorCode::kInternal, "bug"), 2, 429).status, 500);
 }
 
-TEST(ExecuteResult, SessionFields) {
-  exec::RunResult r = WithVerdict(exec::Verdict::kTimeout, -1);
-  auto plain = ExecuteResultJson(r);
-  EXPECT_TRUE(plain["session_id"].is_null());
-  EXPECT_EQ(plain["session_reset"], false);
-  EXPECT_TRUE(plain["session_notice"].is_null());
-  r.session_id = "abc";
-  r.session_reset = true;
-  r.session_notice = "restarted after a timeout";
-  auto in_session = ExecuteResultJson(r);
-  EXPECT_EQ(in_session["session_id"], "abc");
-  EXPECT_EQ(in_session["session_reset"], true);
-  EXPECT_EQ(in_session["session_notice"], "restarted after a timeout");
-}
-
 TEST(ExecuteRequest, OversizedCodeIs413) {
   auto error = ExecuteRefusal({{"code", std::string(100, 'x')}}, 99);
   EXPECT_EQ(error.status, 413);
   EXPECT_EQ(error.field, "code");
-}
-
-TEST(ExecuteResult, AllFieldsWithBytesInline) {
-  exec::RunResult r = WithVerdict(exec::Verdict::kError, 1);
-  r.stdout_text = "ok\xc3";  // cut mid-character
-  r.stderr_text = "Traceback";
-  r.duration_ms = 12;
-  r.traceback =
-      exec::Traceback{"ZeroDivisionError", "division by zero", {{"<cell>", 1, "<module>"}}};
-  r.images.push_back(exec::Image{"image/png", 640, 480, "PNG"});
-  r.files.push_back(exec::OutputFile{"out.txt", 2, "text/plain", "hi"});
-  r.detail = "uncaught ZeroDivisionError";
-  r.pool = "default";
-  auto body = ExecuteResultJson(r);
-  EXPECT_EQ(body["verdict"], "error");
-  EXPECT_EQ(body["exit_code"], 1);
-  EXPECT_TRUE(body["signal"].is_null());
-  EXPECT_EQ(body["stdout"], "ok\xEF\xBF\xBD");
-  EXPECT_TRUE(body["value"].is_null());
-  EXPECT_EQ(body["traceback"]["frames"][0]["line"], 1);
-  EXPECT_EQ(
-      body["images"][0],
-      json::parse(R"({"mime_type":"image/png","width":640,"height":480,"data_base64":"UE5H"})"));
-  EXPECT_EQ(body["files"][0],
-            json::parse(
-                R"({"path":"out.txt","size":2,"mime_type":"text/plain","content_base64":"aGk="})"));
-  EXPECT_EQ(body["output_truncated"], false);
-  EXPECT_EQ(body["detail"], "uncaught ZeroDivisionError");
-  EXPECT_EQ(body["pool"], "default");
 }
 
 TEST(EngineErrors, MapToStatuses) {

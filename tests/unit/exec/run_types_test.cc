@@ -17,6 +17,18 @@ TEST(VerdictTest, NamesRoundTrip) {
   }
   EXPECT_EQ(VerdictName(Verdict::kOutputLimit), "output_limit");
   EXPECT_FALSE(ParseVerdict("bogus").has_value());
+  // The enum and the names are generated from one list (the protocol schema's verdicts): each
+  // enumerator names its verdict.
+  const std::pair<Verdict, std::string_view> expected[] = {{Verdict::kOk, "ok"},
+                                                           {Verdict::kError, "error"},
+                                                           {Verdict::kTimeout, "timeout"},
+                                                           {Verdict::kMemory, "memory"},
+                                                           {Verdict::kOutputLimit, "output_limit"},
+                                                           {Verdict::kCancelled, "cancelled"},
+                                                           {Verdict::kSignal, "signal"},
+                                                           {Verdict::kInternal, "internal"}};
+  EXPECT_EQ(std::size(expected), kVerdictNames.size());
+  for (const auto& [verdict, name] : expected) EXPECT_EQ(VerdictName(verdict), name);
 }
 
 TEST(CancelTokenTest, FiresCallbacksOnce) {

@@ -3,6 +3,7 @@ cmake/pack_harness.cmake), installed from memory under code filenames the traceb
 knows, with no side effects but as the bootstrap's __main__."""
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -36,7 +37,6 @@ print(json.dumps(out))
 
 class LoaderTest(unittest.TestCase):
     def test_modules_installed_from_the_payload(self):
-        import json
         p = subprocess.run([sys.executable, "-I", "-c", _INSPECT], input=harness_payload.pack(),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -51,6 +51,22 @@ class LoaderTest(unittest.TestCase):
             self.assertTrue(info["harness"], name)  # so a user's traceback never shows it
             with open(os.path.join(harness_payload.PACKAGE_DIR, key + ".py")) as f:
                 self.assertEqual(info["source"], f.read(), name)  # packed byte for byte
+
+    def test_data_files_served_from_the_payload(self):
+        # protocol.json travels in the payload; protocol.py reads it through the payload's loader.
+        code = (r"import json, sys; exec(compile(sys.stdin.buffer.read(), '<harness>', 'exec'),"
+                r" {'__name__': 'inspect'}); p = sys.modules['sandbox_harness.protocol'];"
+                r" missing = 'raised'"
+                "\ntry: p.__spec__.loader.get_data('<harness>/nothing.json'); missing = 'served'"
+                "\nexcept OSError: pass"
+                "\nprint(json.dumps({'schema': p.SCHEMA, 'missing': missing}))")
+        p = subprocess.run([sys.executable, "-I", "-c", code], input=harness_payload.pack(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = json.loads(p.stdout)
+        with open(os.path.join(harness_payload.PACKAGE_DIR, "protocol.json")) as f:
+            self.assertEqual(out["schema"], json.load(f))
+        self.assertEqual(out["missing"], "raised")
 
     def test_as_main_it_runs_the_harness(self):
         # The bootstrap's payload runs main(): with the control stream closed at once, it exits

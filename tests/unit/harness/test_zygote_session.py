@@ -5,7 +5,7 @@ import time
 import unittest
 
 from harness_testing import Zygote, b64
-from sandbox_harness import config, errors, wire
+from sandbox_harness import config, errors, protocol, wire
 
 
 class SessionModeTest(unittest.TestCase):
@@ -21,6 +21,8 @@ class SessionModeTest(unittest.TestCase):
         ready = z.frames("ready")[-1][1]
         self.assertEqual((ready["protocol"], ready["mode"], ready["cells"], ready["session_started"]),
                          (wire.PROTOCOL_VERSION, "session", 0, False))
+        # Session mode sends every field of the schema's `ready`, the optional ones too.
+        self.assertEqual(set(ready) - {"ev"}, set(protocol.EVENTS["ready"]["fields"]))
         out, _, ev = z.run("x = 41\nimport json\ndef f(a):\n    return a * 2\nprint('one')", id="a")
         self.assertEqual((out, ev[-1]["verdict"], ev[-1]["session_reset"], ev[-1]["cells"]),
                          (b"one\n", "ok", False, 1))
@@ -199,6 +201,7 @@ class SessionModeTest(unittest.TestCase):
         reply = self.op(z, op="resume", id="r")
         self.assertEqual(reply["ok"], True)
         result = reply["result"]
+        self.assertEqual(set(result), set(protocol.REQUESTS["resume"]["result"]))
         self.assertEqual(result["record"], record)
         self.assertEqual((result["protocol"], result["watchdog_s"]), (wire.PROTOCOL_VERSION, 60.0))
         self.assertGreaterEqual(result["idle_s"], 0)

@@ -1,5 +1,5 @@
 // The server owns every value the harness uses (the harness has no defaults): the `config`
-// message built by HarnessConfig must be accepted by the real harness, and the harness must
+// message built by ConfigRequest must be accepted by the real harness, and the harness must
 // read back the server's numbers. Runs the harness package's parse_config
 // (src/harness/sandbox_harness/config.py) with python3.
 #include <gtest/gtest.h>
@@ -10,9 +10,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
+#include "runner/harness_protocol.h"
 #include "sandbox/runner/harness_sandbox.h"
+#include "sandbox/runner/harness_wire.h"
 #include "sandbox/runner/result_checks.h"
 
 namespace sandbox::runner {
@@ -77,7 +80,7 @@ SandboxSetup DefaultSetup() {
 
 TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
   const SandboxSetup setup = DefaultSetup();
-  const json cfg = ParseInHarness(HarnessConfig(setup));
+  const json cfg = ParseInHarness(ConfigRequest(setup));
   ASSERT_FALSE(cfg.contains("error")) << cfg.dump();
   EXPECT_EQ(cfg["files_in"]["max_count"], setup.input.max_files);
   EXPECT_EQ(cfg["files_in"]["max_total_bytes"], setup.input.max_total_bytes);
@@ -105,16 +108,16 @@ TEST(HarnessConfigTest, TheHarnessAcceptsTheServersConfig) {
 TEST(HarnessConfigTest, TheWatchdogIsASessionsOnly) {
   SandboxSetup setup = DefaultSetup();
   setup.watchdog = std::chrono::milliseconds(2500);
-  EXPECT_EQ(HarnessConfig(setup)["watchdog_s"].get<double>(), 0.0);
+  EXPECT_EQ(ConfigRequest(setup)["watchdog_s"].get<double>(), 0.0);
   setup.session = true;
-  EXPECT_EQ(HarnessConfig(setup)["watchdog_s"].get<double>(), 2.5);
-  EXPECT_FALSE(ParseInHarness(HarnessConfig(setup)).contains("error"));
+  EXPECT_EQ(ConfigRequest(setup)["watchdog_s"].get<double>(), 2.5);
+  EXPECT_FALSE(ParseInHarness(ConfigRequest(setup)).contains("error"));
 }
 
 // Each field the server sends is one the harness needs: without it the harness refuses the
 // config (no default of its own could take its place and disagree).
 TEST(HarnessConfigTest, EveryFieldIsRequiredByTheHarness) {
-  const json flat = HarnessConfig(DefaultSetup()).flatten();
+  const json flat = ConfigRequest(DefaultSetup()).flatten();
   for (const auto& item : flat.items()) {
     if (item.key() == "/op" || item.key().rfind("/preload/", 0) == 0) continue;
     json cut = flat;
@@ -125,6 +128,31 @@ TEST(HarnessConfigTest, EveryFieldIsRequiredByTheHarness) {
     EXPECT_NE(cfg["error"].get<std::string>().find(field), std::string::npos)
         << item.key() << ": " << cfg["error"];
   }
+}
+
+// Every field of the schema's `config` is sent, nested ones too: the harness reads the same
+// schema (protocol.json), and the test above shows it needs each of them.
+TEST(HarnessConfigTest, SendsEveryFieldOfTheSchema) {
+  namespace c = wire::op::config;
+  const json cfg = ConfigRequest(DefaultSetup());
+  auto keys = [](const json& object) {
+    std::set<std::string> out;
+    for (const auto& item : object.items()) out.insert(item.key());
+    return out;
+  };
+  auto fields = [](const auto& names) { return std::set<std::string>(names.begin(), names.end()); };
+  std::set<std::string> expected = fields(c::kFields);
+  expected.insert(std::string(wire::kOp));
+  EXPECT_EQ(keys(cfg), expected);
+  EXPECT_EQ(cfg[wire::kOp], c::kName);
+  EXPECT_EQ(keys(cfg[c::kImage]), fields(c::image::kFields));
+  EXPECT_EQ(keys(cfg[c::kFilesOut]), fields(wire::count_bounds::kFields));
+  EXPECT_EQ(keys(cfg[c::kFilesIn]), fields(wire::count_bounds::kFields));
+  EXPECT_EQ(keys(cfg[c::kLimits]), fields(wire::limits::kFields));
+  EXPECT_EQ(keys(cfg[c::kPaths]), fields(c::paths::kFields));
+  EXPECT_EQ(keys(cfg[c::kWalk]), fields(c::walk::kFields));
+  EXPECT_EQ(keys(cfg[c::kInput]), fields(c::input::kFields));
+  EXPECT_EQ(keys(cfg[c::kTraceback]), fields(c::traceback::kFields));
 }
 
 TEST(MaxFrameBytesTest, FollowsTheFigureAndFileBounds) {
