@@ -49,8 +49,7 @@ Result<config::NetworkPolicy> PolicyField(const nlohmann::json& line) {
   }
   config::NetworkPolicy out;
   auto mode = policy.find("mode");
-  if (mode == policy.end() || !mode->is_string() ||
-      (*mode != "allowlist" && *mode != "none")) {
+  if (mode == policy.end() || !mode->is_string() || (*mode != "allowlist" && *mode != "none")) {
     return Bad("\"policy.mode\" must be \"allowlist\" or \"none\"");
   }
   out.mode = *mode == "allowlist" ? config::NetworkPolicy::Mode::kAllowlist

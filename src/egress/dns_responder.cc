@@ -26,10 +26,11 @@ Result<std::unique_ptr<DnsResponder>> DnsResponder::Bind(const std::string& host
   auto address = ResolveListenAddress(host, port, SOCK_DGRAM);
   if (!address.ok()) return address.error();
   Fd fd(::socket(address->storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Error(ErrorCode::kInternal, "cannot create a UDP socket: " + ErrnoText(errno));
+  if (!fd.valid())
+    return Error(ErrorCode::kInternal, "cannot create a UDP socket: " + ErrnoText(errno));
   if (::bind(fd.get(), address->sockaddr_ptr(), address->length) != 0) {
-    return Error(ErrorCode::kUnavailable, "cannot bind UDP " + host + ":" + std::to_string(port) +
-                                              ": " + ErrnoText(errno));
+    return Error(ErrorCode::kUnavailable,
+                 "cannot bind UDP " + host + ":" + std::to_string(port) + ": " + ErrnoText(errno));
   }
   const int bound = BoundPort(fd.get());
   return std::unique_ptr<DnsResponder>(new DnsResponder(std::move(fd), bound, events, options));

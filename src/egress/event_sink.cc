@@ -55,8 +55,8 @@ void EventSink::WriterLoop() {
     std::string report;
     if (queue_.empty() && dropped_ != dropped_reported_) {
       // Reported once the queue has room again, so the report itself is not dropped.
-      report = nlohmann::json{{"ev", "dropped"}, {"count", dropped_ - dropped_reported_}}.dump() +
-               "\n";
+      report =
+          nlohmann::json{{"ev", "dropped"}, {"count", dropped_ - dropped_reported_}}.dump() + "\n";
       dropped_reported_ = dropped_;
     }
     writing_ = true;

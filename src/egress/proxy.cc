@@ -135,8 +135,8 @@ struct Lookup {
 
 class Proxy::Impl {
  public:
-  Impl(Fd listener, Fd epoll, Fd wake, ProxyOptions options, PolicyTable& table,
-       EventSink& events, std::unique_ptr<Upstream> upstream)
+  Impl(Fd listener, Fd epoll, Fd wake, ProxyOptions options, PolicyTable& table, EventSink& events,
+       std::unique_ptr<Upstream> upstream)
       : listener_(std::move(listener)),
         epoll_(std::move(epoll)),
         wake_(std::move(wake)),
@@ -419,17 +419,19 @@ void Proxy::Impl::ReadClient(Conn& c, Clock::time_point now) {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-    if (n < 0 || c.state == Conn::State::kHead) {
-      Close(c, now);  // gone before a complete request: no one to answer
+    if (n < 0) {
+      Close(c, now);
       return;
     }
     c.client_eof = true;  // a half-close after the request: its answer is still wanted
   }
   if (c.state == Conn::State::kHead) {
     c.in.erase(0, http::SkipLeadingBlankLines(c.in));
-    if (c.in.empty()) return;
     auto outcome = c.reader.Scan(c.in);
-    if (std::holds_alternative<http::HeadReader::NeedMore>(outcome)) return;
+    if (std::holds_alternative<http::HeadReader::NeedMore>(outcome)) {
+      if (c.client_eof) Close(c, now);  // gone before a complete request: no one to answer
+      return;
+    }
     if (auto* refusal = std::get_if<http::Refusal>(&outcome)) {
       Refuse(c, refusal->status, refusal->message, refusal->message, now);
       return;
@@ -634,9 +636,10 @@ void Proxy::Impl::CheckHello(Conn& c, Clock::time_point now) {
       return;
     case State::kNoServerName:
       if (!c.ip_target) {
-        RefuseHello(c, "the TLS ClientHello names no server (SNI), and the tunnel to " + c.host +
-                           " needs it",
-                    now);
+        RefuseHello(
+            c,
+            "the TLS ClientHello names no server (SNI), and the tunnel to " + c.host + " needs it",
+            now);
         return;
       }
       break;
@@ -644,8 +647,9 @@ void Proxy::Impl::CheckHello(Conn& c, Clock::time_point now) {
       c.sni = scan.server_name;
       auto name = config::NormalizeHostName(scan.server_name);
       if (c.ip_target || !name.ok() || *name != c.host) {
-        RefuseHello(c, "the TLS server name (SNI) \"" + scan.server_name +
-                           "\" is not the CONNECT target " + c.host,
+        RefuseHello(c,
+                    "the TLS server name (SNI) \"" + scan.server_name +
+                        "\" is not the CONNECT target " + c.host,
                     now);
         return;
       }
@@ -707,9 +711,9 @@ void Proxy::Impl::ReadUpstream(Conn& c, Clock::time_point now) {
       continue;
     }
     // The client's connection closes after this response, and the head says so.
-    auto head = http::RewriteResponseHead(std::string_view{c.response_head}.substr(0, end),
-                                          c.head.method == "HEAD", false,
-                                          c.head.version == "HTTP/1.0");
+    auto head =
+        http::RewriteResponseHead(std::string_view{c.response_head}.substr(0, end),
+                                  c.head.method == "HEAD", false, c.head.version == "HTTP/1.0");
     if (!head) {
       Fail(c, 502, Target(c) + " did not answer in HTTP/1.x", now);
       return;
@@ -726,8 +730,8 @@ void Proxy::Impl::ReadUpstream(Conn& c, Clock::time_point now) {
 
 void Proxy::Impl::FlushUpstream(Conn& c, Clock::time_point now) {
   while (c.up.valid() && c.to_up.pending() > 0) {
-    const ssize_t n = ::send(c.up.get(), c.to_up.data.data() + c.to_up.sent, c.to_up.pending(),
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(c.up.get(), c.to_up.data.data() + c.to_up.sent, c.to_up.pending(), MSG_NOSIGNAL);
     if (n > 0) {
       c.to_up.Consumed(static_cast<std::size_t>(n));
       c.bytes_up += static_cast<std::uint64_t>(n);
@@ -830,18 +834,19 @@ void Proxy::Impl::Close(Conn& c, Clock::time_point now) {
   // A connection that never sent a request (a port probe) leaves no audit line.
   if (!c.verdict.empty()) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - c.started);
-    nlohmann::json event = {{"ev", "conn"},
-                            {"addr", c.ip},
-                            {"pool", c.policy ? nlohmann::json(c.policy->pool) : nullptr},
-                            {"method", c.method},
-                            {"target", c.target},
-                            {"sni", c.sni.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.sni)},
-                            {"verdict", c.verdict},
-                            {"reason", c.reason},
-                            {"status", c.status},
-                            {"bytes_up", c.bytes_up},
-                            {"bytes_down", c.bytes_down},
-                            {"ms", ms.count()}};
+    nlohmann::json event = {
+        {"ev", "conn"},
+        {"addr", c.ip},
+        {"pool", c.policy ? nlohmann::json(c.policy->pool) : nullptr},
+        {"method", c.method},
+        {"target", c.target},
+        {"sni", c.sni.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.sni)},
+        {"verdict", c.verdict},
+        {"reason", c.reason},
+        {"status", c.status},
+        {"bytes_up", c.bytes_up},
+        {"bytes_down", c.bytes_down},
+        {"ms", ms.count()}};
     if (!c.upstream_address.empty()) event["upstream"] = c.upstream_address;
     events_.Emit(event);
   }
@@ -962,8 +967,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Listen(const std::string& host, int port,
                                              std::unique_ptr<Upstream> upstream) {
   auto address = ResolveListenAddress(host, port, SOCK_STREAM);
   if (!address.ok()) return address.error();
-  Fd listener(
-      ::socket(address->storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  Fd listener(::socket(address->storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!listener.valid()) {
     return Error(ErrorCode::kInternal, "cannot create a socket: " + ErrnoText(errno));
   }
@@ -971,8 +975,8 @@ Result<std::unique_ptr<Proxy>> Proxy::Listen(const std::string& host, int port,
   ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(listener.get(), address->sockaddr_ptr(), address->length) != 0 ||
       ::listen(listener.get(), SOMAXCONN) != 0) {
-    return Error(ErrorCode::kUnavailable, "cannot listen on " + host + ":" + std::to_string(port) +
-                                              ": " + ErrnoText(errno));
+    return Error(ErrorCode::kUnavailable,
+                 "cannot listen on " + host + ":" + std::to_string(port) + ": " + ErrnoText(errno));
   }
   const int bound = BoundPort(listener.get());
   Fd epoll(::epoll_create1(EPOLL_CLOEXEC));

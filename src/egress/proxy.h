@@ -52,10 +52,10 @@ struct ProxyOptions {
 
 struct ProxyStats {
   std::uint64_t accepted = 0;
-  std::uint64_t allowed = 0;      // connections the policy allowed
-  std::uint64_t refused = 0;      // refused by policy, limits or a bad request
-  std::uint64_t not_tls = 0;      // CONNECT tunnels that did not start with TLS
-  std::uint64_t sni_refused = 0;  // ClientHellos refused with an alert
+  std::uint64_t allowed = 0;          // connections the policy allowed
+  std::uint64_t refused = 0;          // refused by policy, limits or a bad request
+  std::uint64_t not_tls = 0;          // CONNECT tunnels that did not start with TLS
+  std::uint64_t sni_refused = 0;      // ClientHellos refused with an alert
   std::uint64_t upstream_failed = 0;  // allowed, but resolving or connecting failed (502/504)
   std::size_t open = 0;               // connections open now
 };

@@ -62,7 +62,8 @@ Result<SocketAddress> ResolveListenAddress(const std::string& host, int port, in
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+  if (int rc =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
       rc != 0) {
     return Error(ErrorCode::kInvalidArgument, "cannot resolve " + host + ": " + ::gai_strerror(rc));
   }
@@ -106,7 +107,8 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& text) {
     host = std::string(view.substr(0, colon));
     port = view.substr(colon + 1);
   }
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string_view::npos ||
       std::stoi(std::string(port)) > 65535) {
     return Error(ErrorCode::kInvalidArgument, "\"" + text + "\": the port must be 0-65535");
   }

@@ -154,8 +154,7 @@ std::variant<ProxyTarget, Refusal> ParseProxyTarget(std::string_view method,
     }
     auto authority = ParseAuthority(authority_text, false, 80);
     if (!authority) return BadRequest("the request URL's host[:port] is not valid");
-    std::string path =
-        slash == std::string_view::npos ? "/" : std::string(target.substr(slash));
+    std::string path = slash == std::string_view::npos ? "/" : std::string(target.substr(slash));
     if (path.front() == '#') path = "/";
     if (path.front() == '?') path.insert(0, "/");
     const auto fragment = path.find('#');

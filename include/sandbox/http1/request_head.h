@@ -61,9 +61,9 @@ struct ProxyTarget {
 
 struct RequestHead {
   std::string method;
-  std::string target;  // as received: origin-form ("/mcp?x=1"), or a proxy's form
-  std::optional<ProxyTarget> proxy;                          // TargetForms::kProxy only
-  std::string version;                                       // "HTTP/1.1" or "HTTP/1.0"
+  std::string target;                // as received: origin-form ("/mcp?x=1"), or a proxy's form
+  std::optional<ProxyTarget> proxy;  // TargetForms::kProxy only
+  std::string version;               // "HTTP/1.1" or "HTTP/1.0"
   std::vector<std::pair<std::string, std::string>> headers;  // as received, values trimmed
   std::int64_t content_length = 0;
   bool has_content_length = false;

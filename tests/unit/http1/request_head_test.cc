@@ -210,15 +210,13 @@ TEST(ParseRequestHeadTest, ProxyFormsAbsoluteHttpUrlGivesTheOriginFormPath) {
     const char* path;
     const char* authority;
   };
-  for (const Case& c : {Case{"http://example.com/a/b?c=1", "example.com", 80, "/a/b?c=1",
-                             "example.com"},
-                        Case{"HTTP://example.com:8080", "example.com", 8080, "/",
-                             "example.com:8080"},
-                        Case{"http://example.com?q", "example.com", 80, "/?q", "example.com"},
-                        Case{"http://example.com/p#frag", "example.com", 80, "/p", "example.com"},
-                        Case{"http://[2001:db8::2]:81/", "2001:db8::2", 81, "/",
-                             "[2001:db8::2]:81"},
-                        Case{"http://203.0.113.7/x", "203.0.113.7", 80, "/x", "203.0.113.7"}}) {
+  for (const Case& c :
+       {Case{"http://example.com/a/b?c=1", "example.com", 80, "/a/b?c=1", "example.com"},
+        Case{"HTTP://example.com:8080", "example.com", 8080, "/", "example.com:8080"},
+        Case{"http://example.com?q", "example.com", 80, "/?q", "example.com"},
+        Case{"http://example.com/p#frag", "example.com", 80, "/p", "example.com"},
+        Case{"http://[2001:db8::2]:81/", "2001:db8::2", 81, "/", "[2001:db8::2]:81"},
+        Case{"http://203.0.113.7/x", "203.0.113.7", 80, "/x", "203.0.113.7"}}) {
     auto parsed = ParseProxy(std::string("GET ") + c.url + " HTTP/1.1\r\nHost: other\r\n\r\n");
     ASSERT_TRUE(std::holds_alternative<RequestHead>(parsed)) << c.url << ": " << MessageOf(parsed);
     const auto& target = *std::get<RequestHead>(parsed).proxy;
