@@ -127,7 +127,7 @@ nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
 void RunControl(int fd, PolicyTable& table, EventSink& events) {
   std::string pending;
   bool skipping = false;  // inside a line that was too long
-  std::array<char, 64 * 1024> buf{};
+  std::array<char, std::size_t{64} << 10> buf{};
   for (;;) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;

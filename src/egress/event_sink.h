@@ -28,7 +28,7 @@ class EventSink {
   // is gone, and later lines are discarded.
   using Writer = std::function<bool(std::string_view line)>;
 
-  EventSink(Writer write, EventSinkOptions options = {});
+  explicit EventSink(Writer write, EventSinkOptions options = {});
   // Writes what is queued, then stops the writer.
   ~EventSink();
   EventSink(const EventSink&) = delete;

@@ -9,7 +9,6 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -55,15 +54,17 @@ struct Flags {
   std::string listen = "0.0.0.0:3128";
   long long dns_port = 53;
   ProxyOptions proxy;
+  bool help = false;
 };
 
-// Parses the command line; false (after saying why) when it is wrong.
+// Parses the command line; false (after saying why) when it is wrong or asks for the usage.
 bool ParseFlags(int argc, char** argv, Flags& flags) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
-      std::exit(0);
+      flags.help = true;
+      return false;
     }
     if (i + 1 >= argc) {
       Log("missing a value after " + std::string(flag) + "\n" + kUsage);
@@ -119,7 +120,7 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
 
 int main(int argc, char** argv) {
   Flags flags;
-  if (!ParseFlags(argc, argv, flags)) return 2;
+  if (!ParseFlags(argc, argv, flags)) return flags.help ? 0 : 2;
   auto listen = sandbox::egress::ParseHostPort(flags.listen);
   if (!listen.ok()) {
     Log("--listen: " + listen.error().message());
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
   std::thread([&served, signals] {
     int signal = 0;
     sigwait(&signals, &signal);
-    Log(std::string("stopping on ") + ::strsignal(signal));
+    Log(signal == SIGINT ? "stopping on SIGINT" : "stopping on SIGTERM");
     served.Stop();
   }).detach();
   std::thread([&served, &table, &events] {
