@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "sandbox/http1/response_framing.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/server_setup.h"
+#include "sandbox/http1/response_framing.h"
 
 namespace sandbox::http {
 namespace {

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "sandbox/core/error.h"
-#include "sandbox/http1/request_head.h"
 #include "sandbox/http/rpc_error.h"
+#include "sandbox/http1/request_head.h"
 #include "sandbox/jsonrpc/json_rpc.h"
 #include "worker_pool.h"
 

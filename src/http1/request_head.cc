@@ -83,6 +83,95 @@ bool ListsToken(std::string_view value, std::string_view token) {
   return false;
 }
 
+// host[:port] as a request target carries it; IPv6 in brackets. Only the characters a host
+// name or an address literal can have: what the policy decides is exactly what is connected to.
+std::optional<ProxyTarget> ParseAuthority(std::string_view text, bool port_required,
+                                          std::uint16_t default_port) {
+  ProxyTarget out;
+  std::string_view port_text;
+  bool has_port = false;
+  if (text.starts_with('[')) {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close == 1) return std::nullopt;
+    out.host = std::string(text.substr(1, close - 1));
+    if (out.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) {
+      return std::nullopt;
+    }
+    const std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return std::nullopt;
+      port_text = rest.substr(1);
+      has_port = true;
+    }
+  } else {
+    const auto colon = text.find(':');
+    out.host = std::string(text.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = text.substr(colon + 1);
+      has_port = true;
+    }
+    if (out.host.empty() ||
+        out.host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789.-_") != std::string::npos) {
+      return std::nullopt;
+    }
+  }
+  if (has_port) {
+    if (port_text.empty() || port_text.size() > 5 ||
+        port_text.find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    const int port = std::stoi(std::string(port_text));
+    if (port < 1 || port > 65535) return std::nullopt;
+    out.port = static_cast<std::uint16_t>(port);
+  } else {
+    if (port_required) return std::nullopt;
+    out.port = default_port;
+  }
+  const bool v6 = out.host.find(':') != std::string::npos;
+  out.authority = v6 ? "[" + out.host + "]" : out.host;
+  if (out.port != default_port || port_required) out.authority += ":" + std::to_string(out.port);
+  return out;
+}
+
+// The proxy's target forms; the error message says what a client should send.
+std::variant<ProxyTarget, Refusal> ParseProxyTarget(std::string_view method,
+                                                    std::string_view target) {
+  if (method == "CONNECT") {
+    auto authority = ParseAuthority(target, true, 0);
+    if (!authority) {
+      return BadRequest("CONNECT needs a target of the form host:port ([v6-address]:port)");
+    }
+    return std::move(*authority);
+  }
+  constexpr std::string_view kHttp = "http://";
+  if (target.size() >= kHttp.size() && Lower(target.substr(0, kHttp.size())) == kHttp) {
+    target.remove_prefix(kHttp.size());
+    const auto slash = target.find_first_of("/?#");
+    const std::string_view authority_text = target.substr(0, slash);
+    if (authority_text.find('@') != std::string_view::npos) {
+      return BadRequest("a proxy request URL must not carry user information (user@host)");
+    }
+    auto authority = ParseAuthority(authority_text, false, 80);
+    if (!authority) return BadRequest("the request URL's host[:port] is not valid");
+    std::string path = slash == std::string_view::npos ? "/" : std::string(target.substr(slash));
+    if (path.front() == '#') path = "/";
+    if (path.front() == '?') path.insert(0, "/");
+    const auto fragment = path.find('#');
+    if (fragment != std::string::npos) path.erase(fragment);
+    authority->path = std::move(path);
+    return std::move(*authority);
+  }
+  if (Lower(target).starts_with("https://")) {
+    return BadRequest(
+        "this proxy does not fetch https:// URLs; send CONNECT host:443 and speak TLS through "
+        "the tunnel (what clients do with https_proxy set)");
+  }
+  return BadRequest(
+      "this is a forward proxy: send CONNECT host:port for HTTPS, or an absolute URL "
+      "(GET http://host/path) for plain HTTP; set http_proxy and https_proxy to this proxy");
+}
+
 }  // namespace
 
 std::optional<std::string_view> RequestHead::Header(std::string_view name) const {
@@ -152,8 +241,8 @@ std::size_t SkipLeadingBlankLines(std::string_view input) {
   return at;
 }
 
-std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
-                                                    const HeadLimits& limits) {
+std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head, const HeadLimits& limits,
+                                                    TargetForms forms) {
   const auto lines = Lines(head);
   if (lines.empty()) return BadRequest("empty request");
   RequestHead out;
@@ -168,12 +257,16 @@ std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
   out.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
   out.version = std::string(line.substr(sp2 + 1));
   if (!IsToken(out.method)) return BadRequest("the method is not a token");
-  if (out.target.empty() || out.target.front() != '/') {
-    return BadRequest("the request target must be a path starting with '/'");
-  }
   for (char c : out.target) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7f) return BadRequest("the request target contains a control byte");
+  }
+  if (forms == TargetForms::kProxy) {
+    auto target = ParseProxyTarget(out.method, out.target);
+    if (auto* refusal = std::get_if<Refusal>(&target)) return std::move(*refusal);
+    out.proxy = std::move(std::get<ProxyTarget>(target));
+  } else if (out.target.empty() || out.target.front() != '/') {
+    return BadRequest("the request target must be a path starting with '/'");
   }
   if (out.version != "HTTP/1.1" && out.version != "HTTP/1.0") {
     return Refusal{505, "HTTP Version Not Supported: only HTTP/1.0 and HTTP/1.1 are served", "", 0};
@@ -260,6 +353,8 @@ std::string_view ReasonPhrase(int status) {
       return "Bad Gateway";
     case 503:
       return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
     case 505:
       return "HTTP Version Not Supported";
     default:

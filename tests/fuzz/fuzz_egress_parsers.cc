@@ -7,14 +7,25 @@
 //     normalizes to one that matches an allow entry and none of the deny entries' names.
 //   - ParseNetworkRule either refuses with a message or yields a rule that parses again from
 //     its own text to the same rule.
+//   - A control line (control.h) is refused with a message or yields an op whose entries parse
+//     again from their text; applying it answers with an event either way.
+//   - The null DNS answer (dns_answer.h) exists only for a query, echoes its id and question,
+//     is never longer than the query, and is a response with NXDOMAIN.
+//   - A proxy request head (TargetForms::kProxy) that parses has a target with a port, and a
+//     path starting with '/' unless it is a CONNECT.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "egress/client_hello.h"
+#include "egress/control.h"
+#include "egress/dns_answer.h"
+#include "egress/policy_table.h"
 #include "fuzz/fuzz_check.h"
 #include "sandbox/config/network_policy.h"
+#include "sandbox/http1/request_head.h"
 
 namespace {
 
@@ -72,6 +83,49 @@ void CheckRule(std::string_view text) {
   FUZZ_CHECK(!rule->ports.empty(), "a rule has ports");
 }
 
+void CheckControl(std::string_view line) {
+  auto op = sandbox::egress::ParseControlLine(line);
+  if (!op.ok()) {
+    FUZZ_CHECK(!op.error().message().empty(), "a refused control line says why");
+  } else if (auto* set = std::get_if<sandbox::egress::ControlSet>(&*op)) {
+    FUZZ_CHECK(!set->entry.pool.empty(), "a set names its pool");
+    for (const auto* rules : {&set->entry.policy.allow, &set->entry.policy.deny}) {
+      for (const auto& rule : *rules) {
+        auto again = sandbox::config::ParseNetworkRule(rule.text);
+        FUZZ_CHECK(again.ok() && *again == rule, "an entry parses again to itself");
+      }
+    }
+  }
+  sandbox::egress::PolicyTable table;
+  const auto answer = sandbox::egress::ApplyControlLine(table, line);
+  FUZZ_CHECK(answer.contains("ev"), "every line is answered");
+  FUZZ_CHECK((answer["ev"] == "applied") == op.ok(), "applied exactly when it parses");
+}
+
+void CheckDns(std::string_view query) {
+  auto answer = sandbox::egress::NullDnsAnswer(query);
+  if (!answer) return;
+  const std::string& r = answer->response;
+  FUZZ_CHECK(r.size() >= 17 && r.size() <= query.size(), "header, question, no more");
+  FUZZ_CHECK(r.substr(0, 2) == query.substr(0, 2), "the id is echoed");
+  FUZZ_CHECK(r.substr(12) == query.substr(12, r.size() - 12), "the question is echoed");
+  FUZZ_CHECK((static_cast<unsigned char>(r[2]) & 0x80) != 0, "a response");
+  FUZZ_CHECK((static_cast<unsigned char>(r[3]) & 0x0F) == 3, "NXDOMAIN");
+  FUZZ_CHECK(!answer->name.empty(), "the name is named");
+}
+
+void CheckProxyHead(std::string_view head) {
+  auto parsed = sandbox::http::ParseRequestHead(head, sandbox::http::HeadLimits{},
+                                                sandbox::http::TargetForms::kProxy);
+  auto* request = std::get_if<sandbox::http::RequestHead>(&parsed);
+  if (request == nullptr) return;
+  FUZZ_CHECK(request->proxy.has_value(), "a proxy request has its target");
+  FUZZ_CHECK(request->proxy->port != 0 && !request->proxy->host.empty(), "host and port");
+  if (request->method != "CONNECT") {
+    FUZZ_CHECK(request->proxy->path.starts_with('/'), "an origin-form path for upstream");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -80,5 +134,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint16_t port = size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 443;
   CheckName(bytes.substr(size >= 2 ? 2 : 0, 300), port);
   CheckRule(bytes.substr(0, 300));
+  CheckControl(bytes);
+  CheckDns(bytes);
+  CheckProxyHead(bytes);
   return 0;
 }

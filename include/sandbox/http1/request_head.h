@@ -43,10 +43,27 @@ struct Refusal {
   std::int64_t value = 0;  // the limit's value
 };
 
+// Which request-target forms a head may have (RFC 9112 3.2).
+enum class TargetForms {
+  kOrigin,  // "/path?query" only: a server (the guard)
+  kProxy,   // "CONNECT host:port" (authority-form) or "http://host[:port]/path" (absolute-form)
+            // for every other method: a forward proxy (the egress proxy); nothing else
+};
+
+// The destination of a proxy request (TargetForms::kProxy).
+struct ProxyTarget {
+  std::string host;        // as written (not normalized); an IPv6 address without brackets
+  std::uint16_t port = 0;  // CONNECT: as written; http://: as written or 80
+  std::string path;        // absolute-form: the origin-form to send upstream ("/" at least)
+  // The authority as the upstream's Host header carries it ("[2001:db8::1]:8080"; no ":80").
+  std::string authority;
+};
+
 struct RequestHead {
   std::string method;
-  std::string target;                                        // origin-form ("/mcp?x=1")
-  std::string version;                                       // "HTTP/1.1" or "HTTP/1.0"
+  std::string target;                // as received: origin-form ("/mcp?x=1"), or a proxy's form
+  std::optional<ProxyTarget> proxy;  // TargetForms::kProxy only
+  std::string version;               // "HTTP/1.1" or "HTTP/1.0"
   std::vector<std::pair<std::string, std::string>> headers;  // as received, values trimmed
   std::int64_t content_length = 0;
   bool has_content_length = false;
@@ -89,9 +106,10 @@ class HeadReader {
 // How many bytes of blank lines (CRLF or LF) `input` starts with.
 std::size_t SkipLeadingBlankLines(std::string_view input);
 
-// Parses a complete head (as HeadReader delimited it) and checks its body framing.
-std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head,
-                                                    const HeadLimits& limits);
+// Parses a complete head (as HeadReader delimited it) and checks its body framing. A target of
+// another form than `forms` allows is a 400 whose message says what to send instead.
+std::variant<RequestHead, Refusal> ParseRequestHead(std::string_view head, const HeadLimits& limits,
+                                                    TargetForms forms = TargetForms::kOrigin);
 
 // The JSON body of a refusal: a JSON-RPC error with a null id (what MCP clients parse; every
 // other refusal of the server has that shape too), its data naming the status and limit.

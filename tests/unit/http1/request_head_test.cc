@@ -164,6 +164,87 @@ TEST(ParseRequestHeadTest, ABodyOverTheLimitIs413NamingIt) {
   EXPECT_EQ(StatusOf(Parse("POST / HTTP/1.1\r\nContent-Length: 1000\r\n\r\n", limits)), 0);
 }
 
+std::variant<RequestHead, Refusal> ParseProxy(const std::string& head) {
+  return ParseRequestHead(head, HeadLimits{}, TargetForms::kProxy);
+}
+
+std::string MessageOf(const std::variant<RequestHead, Refusal>& parsed) {
+  auto* refusal = std::get_if<Refusal>(&parsed);
+  return refusal == nullptr ? "" : refusal->message;
+}
+
+TEST(ParseRequestHeadTest, OriginFormIsTheDefaultAndHasNoProxyTarget) {
+  auto parsed = Parse("GET /a?b HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(std::holds_alternative<RequestHead>(parsed));
+  EXPECT_FALSE(std::get<RequestHead>(parsed).proxy.has_value());
+  EXPECT_EQ(StatusOf(Parse("CONNECT pypi.org:443 HTTP/1.1\r\n\r\n")), 400);
+}
+
+TEST(ParseRequestHeadTest, ProxyFormsConnectTakesHostAndPort) {
+  auto parsed = ParseProxy("CONNECT PyPI.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\n\r\n");
+  ASSERT_TRUE(std::holds_alternative<RequestHead>(parsed)) << MessageOf(parsed);
+  const auto& target = *std::get<RequestHead>(parsed).proxy;
+  EXPECT_EQ(target.host, "PyPI.org");  // normalized by the policy, not here
+  EXPECT_EQ(target.port, 443);
+  EXPECT_EQ(target.authority, "PyPI.org:443");
+  EXPECT_EQ(target.path, "");
+
+  auto v6 = ParseProxy("CONNECT [2001:db8::1]:8443 HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(std::holds_alternative<RequestHead>(v6)) << MessageOf(v6);
+  EXPECT_EQ(std::get<RequestHead>(v6).proxy->host, "2001:db8::1");
+  EXPECT_EQ(std::get<RequestHead>(v6).proxy->authority, "[2001:db8::1]:8443");
+
+  for (const char* bad : {"pypi.org", "pypi.org:", "pypi.org:0", "pypi.org:65536", "pypi.org:44x",
+                          "[2001:db8::1]", "2001:db8::1:443", "[]:443", "user@pypi.org:443",
+                          "pypi.org/x:443", "http://pypi.org:443"}) {
+    EXPECT_EQ(StatusOf(ParseProxy(std::string("CONNECT ") + bad + " HTTP/1.1\r\n\r\n")), 400)
+        << bad;
+  }
+}
+
+TEST(ParseRequestHeadTest, ProxyFormsAbsoluteHttpUrlGivesTheOriginFormPath) {
+  struct Case {
+    const char* url;
+    const char* host;
+    int port;
+    const char* path;
+    const char* authority;
+  };
+  for (const Case& c :
+       {Case{"http://example.com/a/b?c=1", "example.com", 80, "/a/b?c=1", "example.com"},
+        Case{"HTTP://example.com:8080", "example.com", 8080, "/", "example.com:8080"},
+        Case{"http://example.com?q", "example.com", 80, "/?q", "example.com"},
+        Case{"http://example.com/p#frag", "example.com", 80, "/p", "example.com"},
+        Case{"http://[2001:db8::2]:81/", "2001:db8::2", 81, "/", "[2001:db8::2]:81"},
+        Case{"http://203.0.113.7/x", "203.0.113.7", 80, "/x", "203.0.113.7"}}) {
+    auto parsed = ParseProxy(std::string("GET ") + c.url + " HTTP/1.1\r\nHost: other\r\n\r\n");
+    ASSERT_TRUE(std::holds_alternative<RequestHead>(parsed)) << c.url << ": " << MessageOf(parsed);
+    const auto& target = *std::get<RequestHead>(parsed).proxy;
+    EXPECT_EQ(target.host, c.host) << c.url;
+    EXPECT_EQ(target.port, c.port) << c.url;
+    EXPECT_EQ(target.path, c.path) << c.url;
+    EXPECT_EQ(target.authority, c.authority) << c.url;
+  }
+}
+
+TEST(ParseRequestHeadTest, ProxyFormsRefuseOtherTargetsSayingWhatToSend) {
+  auto origin = ParseProxy("GET /path HTTP/1.1\r\nHost: example.com\r\n\r\n");
+  EXPECT_EQ(StatusOf(origin), 400);
+  EXPECT_NE(MessageOf(origin).find("CONNECT host:port"), std::string::npos) << MessageOf(origin);
+  auto https = ParseProxy("GET https://example.com/ HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(StatusOf(https), 400);
+  EXPECT_NE(MessageOf(https).find("CONNECT host:443"), std::string::npos) << MessageOf(https);
+  EXPECT_EQ(StatusOf(ParseProxy("GET http://user:pw@example.com/ HTTP/1.1\r\n\r\n")), 400);
+  EXPECT_EQ(StatusOf(ParseProxy("GET http:///x HTTP/1.1\r\n\r\n")), 400);
+  EXPECT_EQ(StatusOf(ParseProxy("GET ftp://example.com/ HTTP/1.1\r\n\r\n")), 400);
+  EXPECT_EQ(StatusOf(ParseProxy("GET * HTTP/1.1\r\n\r\n")), 400);
+  EXPECT_EQ(StatusOf(ParseProxy("CONNECT /x HTTP/1.1\r\n\r\n")), 400);
+  // The strict rules still hold in proxy form.
+  EXPECT_EQ(
+      StatusOf(ParseProxy("POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")),
+      411);
+}
+
 TEST(RefusalResponseTest, IsACompleteResponseWithAJsonRpcErrorNamingTheLimit) {
   Refusal refusal{431, "Request Header Fields Too Large: x", "server.max_headers", 100};
   const std::string response = RefusalResponse(refusal, "Retry-After: 1\r\n");

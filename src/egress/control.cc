@@ -1,0 +1,158 @@
+#include "control.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <string>
+#include <utility>
+
+#include "sandbox/core/json.h"
+
+namespace sandbox::egress {
+namespace {
+
+Error Bad(std::string message) { return Error(ErrorCode::kInvalidArgument, std::move(message)); }
+
+Result<config::IpAddress> AddressField(const nlohmann::json& line) {
+  auto it = line.find("addr");
+  if (it == line.end() || !it->is_string()) return Bad("\"addr\" must be an IP address string");
+  auto address = config::ParseIpAddress(it->get<std::string>());
+  if (!address.ok()) return Bad("\"addr\": " + address.error().message());
+  return *address;
+}
+
+Result<std::vector<config::NetworkRule>> Rules(const nlohmann::json& policy, const char* name) {
+  std::vector<config::NetworkRule> rules;
+  auto it = policy.find(name);
+  if (it == policy.end()) return rules;
+  if (!it->is_array()) return Bad(std::string("\"policy.") + name + "\" must be an array");
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const auto& item = (*it)[i];
+    const std::string where = std::string("policy.") + name + "[" + std::to_string(i) + "]";
+    if (!item.is_string()) return Bad(where + ": an entry must be a string");
+    auto rule = config::ParseNetworkRule(item.get<std::string>());
+    if (!rule.ok()) return Bad(where + ": " + rule.error().message());
+    rules.push_back(std::move(*rule));
+  }
+  return rules;
+}
+
+Result<config::NetworkPolicy> PolicyField(const nlohmann::json& line) {
+  auto it = line.find("policy");
+  if (it == line.end() || !it->is_object()) return Bad("\"policy\" must be an object");
+  const nlohmann::json& policy = *it;
+  for (const auto& [key, value] : policy.items()) {
+    if (key != "mode" && key != "allow" && key != "deny") {
+      return Bad("\"policy\" has an unknown member \"" + key + "\"");
+    }
+  }
+  config::NetworkPolicy out;
+  auto mode = policy.find("mode");
+  if (mode == policy.end() || !mode->is_string() || (*mode != "allowlist" && *mode != "none")) {
+    return Bad("\"policy.mode\" must be \"allowlist\" or \"none\"");
+  }
+  out.mode = *mode == "allowlist" ? config::NetworkPolicy::Mode::kAllowlist
+                                  : config::NetworkPolicy::Mode::kNone;
+  auto allow = Rules(policy, "allow");
+  if (!allow.ok()) return allow.error();
+  auto deny = Rules(policy, "deny");
+  if (!deny.ok()) return deny.error();
+  out.allow = std::move(*allow);
+  out.deny = std::move(*deny);
+  return out;
+}
+
+}  // namespace
+
+Result<ControlOp> ParseControlLine(std::string_view line) {
+  if (line.size() > kMaxControlLine) return Bad("a control line longer than 1 MiB");
+  auto parsed = ParseJson(line);
+  if (!parsed.ok()) return parsed.error();
+  const nlohmann::json& json = *parsed;
+  if (!json.is_object()) return Bad("a control line must be a JSON object");
+  auto op = json.find("op");
+  if (op == json.end() || !op->is_string()) return Bad("\"op\" must be a string");
+  const std::string name = op->get<std::string>();
+  if (name == "clear") return ControlOp{ControlClear{}};
+  if (name == "remove") {
+    auto address = AddressField(json);
+    if (!address.ok()) return address.error();
+    return ControlOp{ControlRemove{*address}};
+  }
+  if (name != "set") return Bad("unknown \"op\" (set, remove or clear)");
+  auto address = AddressField(json);
+  if (!address.ok()) return address.error();
+  auto pool = json.find("pool");
+  if (pool == json.end() || !pool->is_string() || pool->get_ref<const std::string&>().empty()) {
+    return Bad("\"pool\" must be a non-empty string");
+  }
+  auto policy = PolicyField(json);
+  if (!policy.ok()) return policy.error();
+  return ControlOp{ControlSet{*address, PoolPolicy{pool->get<std::string>(), std::move(*policy)}}};
+}
+
+nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
+  nlohmann::json answer;
+  // The id is echoed even when the rest is refused, so the server can match the answer.
+  if (line.size() <= kMaxControlLine) {
+    if (auto json = ParseJson(line); json.ok() && json->is_object() && json->contains("id")) {
+      answer["id"] = (*json)["id"];
+    }
+  }
+  auto op = ParseControlLine(line);
+  if (!op.ok()) {
+    answer["ev"] = "error";
+    answer["error"] = "control: " + op.error().message();
+    return answer;
+  }
+  answer["ev"] = "applied";
+  if (auto* set = std::get_if<ControlSet>(&*op)) {
+    answer["op"] = "set";
+    answer["addr"] = set->addr.ToString();
+    answer["pool"] = set->entry.pool;
+    table.Set(set->addr, std::move(set->entry));
+  } else if (auto* remove = std::get_if<ControlRemove>(&*op)) {
+    answer["op"] = "remove";
+    answer["addr"] = remove->addr.ToString();
+    answer["found"] = table.Remove(remove->addr);
+  } else {
+    answer["op"] = "clear";
+    table.Clear();
+  }
+  answer["entries"] = table.size();
+  return answer;
+}
+
+void RunControl(int fd, PolicyTable& table, EventSink& events) {
+  std::string pending;
+  bool skipping = false;  // inside a line that was too long
+  std::array<char, std::size_t{64} << 10> buf{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf.data(), static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (std::size_t nl = pending.find('\n'); nl != std::string::npos;
+         nl = pending.find('\n', start)) {
+      std::string_view line(pending.data() + start, nl - start);
+      start = nl + 1;
+      if (skipping) {
+        skipping = false;
+        continue;
+      }
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+      events.Emit(ApplyControlLine(table, line));
+    }
+    pending.erase(0, start);
+    if (pending.size() > kMaxControlLine) {
+      events.Emit({{"ev", "error"}, {"error", "control: a line longer than 1 MiB was skipped"}});
+      pending.clear();
+      skipping = true;
+    }
+  }
+}
+
+}  // namespace sandbox::egress

@@ -1,0 +1,48 @@
+// The server's control lines over the proxy's stdin, one JSON object a line:
+//   {"op":"set","addr":"10.213.1.5","pool":"data",
+//    "policy":{"mode":"allowlist","allow":["pypi.org"],"deny":[]}}
+//   {"op":"remove","addr":"10.213.1.5"}
+//   {"op":"clear"}
+// An optional "id" (any JSON value) is echoed in the answer. Each line is answered with an
+// event: {"ev":"applied","op":...} or {"ev":"error","error":...} naming what was wrong (a bad
+// entry by its list and index); a refused line leaves the table as it was.
+// Thread-safety: pure functions, and RunControl on one thread.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <variant>
+
+#include "event_sink.h"
+#include "policy_table.h"
+#include "sandbox/config/network_policy.h"
+#include "sandbox/core/result.h"
+
+namespace sandbox::egress {
+
+struct ControlSet {
+  config::IpAddress addr;
+  PoolPolicy entry;
+};
+struct ControlRemove {
+  config::IpAddress addr;
+};
+struct ControlClear {};
+using ControlOp = std::variant<ControlSet, ControlRemove, ControlClear>;
+
+// A control line is at most this long (a policy of a few hundred entries fits many times).
+inline constexpr std::size_t kMaxControlLine = std::size_t{1} << 20;
+
+// Parses one line; the error says what is wrong with it.
+Result<ControlOp> ParseControlLine(std::string_view line);
+
+// Parses and applies one line to `table`; returns the event that answers it.
+nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line);
+
+// Reads control lines from `fd` until its end (the server closed the proxy's stdin) or an
+// error, applying each and emitting its answer. A line longer than kMaxControlLine is
+// answered with an error and skipped.
+void RunControl(int fd, PolicyTable& table, EventSink& events);
+
+}  // namespace sandbox::egress

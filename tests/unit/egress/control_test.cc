@@ -1,0 +1,163 @@
+// The policy table by source address and the control lines that change it (control.h,
+// policy_table.h): a bad line names what is wrong and leaves the table as it was.
+#include "egress/control.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "egress/event_sink.h"
+#include "egress/policy_table.h"
+
+namespace sandbox::egress {
+namespace {
+
+config::IpAddress Ip(const char* text) { return *config::ParseIpAddress(text); }
+
+constexpr char kSetData[] =
+    R"({"op":"set","addr":"10.213.1.5","pool":"data","id":7,)"
+    R"("policy":{"mode":"allowlist","allow":["pypi.org","*.pythonhosted.org:443"],)"
+    R"("deny":["evil.pythonhosted.org"]}})";
+
+TEST(ControlTest, SetPutsThePoolsPolicyUnderTheAddress) {
+  PolicyTable table;
+  const auto answer = ApplyControlLine(table, kSetData);
+  EXPECT_EQ(answer["ev"], "applied") << answer.dump();
+  EXPECT_EQ(answer["op"], "set");
+  EXPECT_EQ(answer["pool"], "data");
+  EXPECT_EQ(answer["id"], 7);
+  auto entry = table.Find(Ip("10.213.1.5"));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->pool, "data");
+  EXPECT_EQ(entry->policy.mode, config::NetworkPolicy::Mode::kAllowlist);
+  ASSERT_EQ(entry->policy.allow.size(), 2U);
+  EXPECT_EQ(entry->policy.allow[1].text, "*.pythonhosted.org:443");
+  ASSERT_EQ(entry->policy.deny.size(), 1U);
+  EXPECT_TRUE(config::DecideName(entry->policy, "files.pythonhosted.org", 443).allowed);
+  EXPECT_FALSE(config::DecideName(entry->policy, "evil.pythonhosted.org", 443).allowed);
+  // The same address through its IPv4-mapped IPv6 spelling.
+  EXPECT_NE(table.Find(Ip("::ffff:10.213.1.5")), nullptr);
+  EXPECT_EQ(table.Find(Ip("10.213.1.6")), nullptr);
+}
+
+TEST(ControlTest, ABadEntryIsNamedAndTheTableIsUnchanged) {
+  PolicyTable table;
+  ASSERT_EQ(ApplyControlLine(table, kSetData)["ev"], "applied");
+  const auto answer =
+      ApplyControlLine(table, R"({"op":"set","addr":"10.213.1.5","pool":"other","id":"x",)"
+                              R"("policy":{"mode":"allowlist","allow":["pypi.org","127.0.0.1"]}})");
+  EXPECT_EQ(answer["ev"], "error");
+  EXPECT_EQ(answer["id"], "x");
+  const std::string error = answer["error"];
+  EXPECT_NE(error.find("policy.allow[1]"), std::string::npos) << error;
+  EXPECT_NE(error.find("127.0.0.1"), std::string::npos) << error;
+  EXPECT_EQ(table.Find(Ip("10.213.1.5"))->pool, "data");
+}
+
+TEST(ControlTest, RefusesMalformedLinesSayingWhy) {
+  struct Case {
+    const char* line;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"not json", "invalid JSON"},
+           Case{"[1]", "JSON object"},
+           Case{R"({"op":"frobnicate"})", "unknown \"op\""},
+           Case{R"({"op":"remove"})", "\"addr\""},
+           Case{R"({"op":"remove","addr":"pypi.org"})", "not an IP address"},
+           Case{R"({"op":"set","addr":"10.0.0.1","policy":{"mode":"allowlist"}})", "\"pool\""},
+           Case{R"({"op":"set","addr":"10.0.0.1","pool":"p"})", "\"policy\""},
+           Case{R"({"op":"set","addr":"10.0.0.1","pool":"p","policy":{"mode":"open"}})",
+                "policy.mode"},
+           Case{R"({"op":"set","addr":"10.0.0.1","pool":"p","policy":{"mode":"none","x":1}})",
+                "unknown member"},
+           Case{R"({"op":"set","addr":"10.0.0.1","pool":"p",)"
+                R"("policy":{"mode":"allowlist","deny":"a"}})",
+                "policy.deny"},
+           Case{R"({"op":"set","addr":"10.0.0.1","pool":"p",)"
+                R"("policy":{"mode":"allowlist","allow":[1]}})",
+                "policy.allow[0]"},
+       }) {
+    auto op = ParseControlLine(c.line);
+    ASSERT_FALSE(op.ok()) << c.line;
+    EXPECT_NE(op.error().message().find(c.says), std::string::npos)
+        << c.line << " -> " << op.error().message();
+  }
+}
+
+TEST(ControlTest, RemoveAndClear) {
+  PolicyTable table;
+  ASSERT_EQ(ApplyControlLine(table, kSetData)["ev"], "applied");
+  ASSERT_EQ(ApplyControlLine(table, R"({"op":"set","addr":"10.213.1.6","pool":"p",)"
+                                    R"("policy":{"mode":"none"}})")["ev"],
+            "applied");
+  EXPECT_EQ(table.size(), 2U);
+  auto removed = ApplyControlLine(table, R"({"op":"remove","addr":"10.213.1.5"})");
+  EXPECT_EQ(removed["found"], true);
+  EXPECT_EQ(table.Find(Ip("10.213.1.5")), nullptr);
+  EXPECT_EQ(ApplyControlLine(table, R"({"op":"remove","addr":"10.213.1.5"})")["found"], false);
+  EXPECT_EQ(ApplyControlLine(table, R"({"op":"clear"})")["entries"], 0);
+  EXPECT_EQ(table.size(), 0U);
+}
+
+TEST(ControlTest, RunControlAnswersEachLineUntilTheEnd) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  PolicyTable table;
+  {
+    EventSink events([&](std::string_view line) {
+      const std::lock_guard lock(mutex);
+      lines.emplace_back(line);
+      return true;
+    });
+    const std::string input = std::string(kSetData) + "\n\n  \n" + "{bad\r\n" +
+                              R"({"op":"remove","addr":"10.213.1.5"})" + "\n";
+    ASSERT_EQ(::write(fds[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
+    ::close(fds[1]);
+    RunControl(fds[0], table, events);
+    ::close(fds[0]);
+    events.Flush();
+  }
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_NE(lines[0].find("\"applied\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"error\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("\"remove\""), std::string::npos) << lines[2];
+  EXPECT_EQ(table.size(), 0U);
+}
+
+TEST(EventSinkTest, DropsWhatDoesNotFitAndSaysHowMany) {
+  std::mutex mutex;
+  std::condition_variable release;
+  bool go = false;
+  std::vector<std::string> lines;
+  {
+    EventSink events(
+        [&](std::string_view line) {
+          std::unique_lock lock(mutex);
+          release.wait(lock, [&] { return go; });  // the writer is stuck until released
+          lines.emplace_back(line);
+          return true;
+        },
+        EventSinkOptions{2});
+    for (int i = 0; i < 10; ++i) events.Emit({{"n", i}});
+    // At most one line is with the writer and two are queued: the rest were dropped.
+    EXPECT_GE(events.dropped(), 7U);
+    {
+      const std::lock_guard lock(mutex);
+      go = true;
+    }
+    release.notify_all();
+    events.Flush();
+  }
+  ASSERT_GE(lines.size(), 3U);
+  EXPECT_NE(lines.back().find("\"dropped\""), std::string::npos) << lines.back();
+}
+
+}  // namespace
+}  // namespace sandbox::egress
