@@ -186,16 +186,21 @@ TEST(CrashRecoveryTest, SecondServerOfTheInstanceLeavesTheFirstAlone) {
   ASSERT_EQ(run_in_session("x = 41").value("verdict", ""), "ok");
   const auto before = ContainersOf(instance);
   ASSERT_GE(before.size(), 2U);  // a pool sandbox and the session's
+  std::size_t inspected = 0;
   for (const auto& id : before) {
     // Each names the first server as its owner (else the sweep could not tell it is alive).
     auto info = client.InspectContainer(id);
+    // One the pool replaced between the list and here is gone, not wrong (a flake seen once).
+    if (!info.ok() && info.error().code() == ErrorCode::kNotFound) continue;
     ASSERT_TRUE(info.ok()) << id.substr(0, 12) << ": " << info.error().ToString();
+    ++inspected;
     auto label = info->labels.find(std::string(service::kOwnerLabel));
     ASSERT_NE(label, info->labels.end()) << "no owner label on " << id.substr(0, 12);
     auto owner = service::ParseOwner(label->second);
     ASSERT_TRUE(owner.has_value()) << label->second;
     EXPECT_EQ(owner->pid, first.pid()) << label->second;
   }
+  EXPECT_GE(inspected, 1U);
 
   {
     sandbox::testing::ServerProcess second(instance, FreePort(), kWithSessions);
