@@ -102,8 +102,7 @@ json ConfigRequest(const SandboxSetup& setup) {
           {c::kWarmPlot, pool.warm_plot},
           {c::kSeccompBpf,
            setup.run_filter_bpf.empty() ? json(nullptr) : json(Base64Encode(setup.run_filter_bpf))},
-          // gVisor may not offer user namespaces: fall back to process isolation there, and say
-          // so.
+          // gVisor may lack user namespaces: fall back to process isolation there, and say so.
           {c::kIsolate, pool.runtime == "runsc" ? json("auto") : json(true)},
           {c::kInteractiveInput, pool.interactive_input},
           {c::kWorkdir, setup.workdir},
@@ -144,9 +143,15 @@ json ConfigRequest(const SandboxSetup& setup) {
 
 json HarnessLimits(const RunLimits& l) {
   namespace f = wire::limits;
-  return {{f::kTimeoutS, l.timeout_s},      {f::kOutputBytes, l.output_bytes}, {f::kNproc, l.nproc},
-          {f::kNofile, l.nofile},           {f::kFsizeBytes, l.fsize_bytes},   {f::kCpuS, l.cpu_s},
-          {f::kMemoryBytes, l.memory_bytes}};
+  return {
+      {f::kTimeoutS, l.timeout_s},
+      {f::kOutputBytes, l.output_bytes},
+      {f::kNproc, l.nproc},
+      {f::kNofile, l.nofile},
+      {f::kFsizeBytes, l.fsize_bytes},
+      {f::kCpuS, l.cpu_s},
+      {f::kMemoryBytes, l.memory_bytes},
+  };
 }
 
 json RunRequest(std::string_view id, std::string_view code,
