@@ -9,8 +9,8 @@
 #include <string>
 
 #include "event_sink.h"
-#include "fd.h"
 #include "sandbox/core/result.h"
+#include "sandbox/core/unique_fd.h"
 
 namespace sandbox::egress {
 

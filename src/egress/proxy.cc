@@ -19,8 +19,8 @@
 
 #include "answers.h"
 #include "client_hello.h"
-#include "fd.h"
 #include "resolver_pool.h"
+#include "sandbox/core/unique_fd.h"
 #include "sandbox/http1/request_head.h"
 #include "sandbox/http1/response_framing.h"
 #include "socket_address.h"

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "sandbox/core/unique_fd.h"
 #include "sandbox/http/http_helpers.h"
 #include "sandbox/http/server_setup.h"
 #include "sandbox/http1/response_framing.h"
@@ -33,33 +34,6 @@ constexpr std::size_t kMaxResponseHead = std::size_t{64}
                                          << 10;  // cpp-httplib's heads are far smaller
 constexpr auto kSweepInterval = std::chrono::milliseconds(100);
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
-
-// Owns a file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 std::string AddressText(const sockaddr_storage& ss) {
   std::array<char, INET6_ADDRSTRLEN> text{};

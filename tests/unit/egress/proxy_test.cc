@@ -23,10 +23,10 @@
 #include "egress/client_hello.h"
 #include "egress/control.h"
 #include "egress/event_sink.h"
-#include "egress/fd.h"
 #include "egress/policy_table.h"
 #include "egress/socket_address.h"
 #include "egress/upstream.h"
+#include "sandbox/core/unique_fd.h"
 
 namespace sandbox::egress {
 namespace {

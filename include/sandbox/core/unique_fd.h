@@ -1,4 +1,5 @@
-// Owns a file descriptor (sockets, epoll, eventfd): closed when the owner goes.
+// Owns a file descriptor (sockets, epoll, eventfd): closed when its owner goes. The guard and
+// the egress proxy both hold theirs in it.
 // Thread-safety: like an int.
 #pragma once
 
@@ -6,7 +7,7 @@
 
 #include <utility>
 
-namespace sandbox::egress {
+namespace sandbox {
 
 class Fd {
  public:
@@ -34,4 +35,4 @@ class Fd {
   int fd_ = -1;
 };
 
-}  // namespace sandbox::egress
+}  // namespace sandbox
