@@ -17,7 +17,8 @@ SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates cur
 # Prometheus and checks its text with promtool (both in prometheus); balancer_integration_test
 # puts two servers behind a real HAProxy (haproxy, with deploy/balancer/haproxy.cfg).
 SANDBOX_TEST_PACKAGES=(clang-format clang-tidy clang libclang-rt-14-dev prometheus haproxy)
-SANDBOX_ENGINE_PACKAGES=(docker.io docker-compose debootstrap iptables runsc)
+# iptables and kmod (modprobe br_netfilter): the egress pools' host firewall (deploy/egress).
+SANDBOX_ENGINE_PACKAGES=(docker.io docker-compose debootstrap iptables kmod runsc)
 
 log() { printf '[host] %s\n' "$*" >&2; }
 
@@ -64,8 +65,22 @@ PY
   log "registered the gVisor runtime (runsc) in $conf"
 }
 
-ensure_engine() {
-  if engine_answers; then return 0; fi
+# The host firewall of egress allowlist pools (deploy/egress/host-firewall.sh, docs/network.md
+# "Host firewall"), installed when `check` finds it missing. After the engine is up: it hooks
+# into Docker's DOCKER-USER chain. Not for an engine elsewhere (DOCKER_HOST=tcp://...): the
+# rules belong on that engine's host. A failure is logged, not fatal: only egress pools and
+# their tests need the rules, and the server refuses such pools on a host without them.
+install_egress_firewall() {
+  local script="$SANDBOX_ROOT/deploy/egress/host-firewall.sh"
+  if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix://* ]]; then
+    log "egress host firewall: not installed here (the engine is at $DOCKER_HOST)"; return 0
+  fi
+  as_root bash "$script" check >/dev/null 2>&1 && return 0
+  log "installing the egress host firewall ($script)"
+  as_root bash "$script" install
+}
+
+start_engine() {
   if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix://* ]]; then
     log "DOCKER_HOST=$DOCKER_HOST does not answer; start that engine first"; return 1
   fi
@@ -81,6 +96,11 @@ ensure_engine() {
   done
   log "dockerd did not answer within 60 s; see /var/log/dockerd.log"; tail -n 20 /var/log/dockerd.log >&2
   return 1
+}
+
+ensure_engine() {
+  engine_answers || start_engine || return 1
+  install_egress_firewall || log "egress host firewall: install failed (egress pools will not start)"
 }
 
 # The end-to-end tests (tests/e2e) drive the server with real MCP clients from npm, pinned in

@@ -102,7 +102,7 @@ install() {
   # networks; without it a bridge forwards between sandboxes unfiltered).
   [[ -d /proc/sys/net/bridge ]] || modprobe br_netfilter ||
     die "cannot load br_netfilter (bridged traffic would bypass iptables)"
-  sysctl -q -w net.bridge.bridge-nf-call-iptables=1 >/dev/null
+  echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
   restore_input iptables DOCKER-USER rules_v4 | iptables-restore -w --noflush
   if have_ip6; then
     restore_input ip6tables "$(forward_hook ip6tables)" rules_v6 | ip6tables-restore -w --noflush
