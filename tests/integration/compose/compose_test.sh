@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The compose deployment (compose.yaml) end to end against the real engine:
 #  - compose refuses to start without SANDBOX_MCP_TOKEN;
-#  - the server image builds from this tree (images/server/Dockerfile);
+#  - the server image builds from this tree (images/server/Dockerfile), and the egress proxy's
+#    image with it (its egress stage), which compose does not start;
 #  - the service starts under a project name, instance id, port and token of its own, with a
 #    configuration file mounted, answers /healthz and turns healthy;
 #  - print(1) through POST /v1/execute with the token; 401 without it or with a wrong one;
@@ -35,6 +36,7 @@ port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
 # A tag of the test's own, kept between runs as the build cache; a deployment's image is not
 # touched.
 image="${SANDBOX_COMPOSE_TEST_IMAGE:-sandbox-mcp-server:test}"
+egress_image="${SANDBOX_COMPOSE_TEST_EGRESS_IMAGE:-sandbox-mcp-egress:test}"
 base_url="http://127.0.0.1:$port"
 work="$(mktemp -d)"
 chmod 755 "$work"
@@ -50,6 +52,7 @@ chmod 644 "$work/config.json"
 
 export SANDBOX_MCP_TOKEN="$token" SANDBOX_MCP_INSTANCE_ID="$instance"
 export SANDBOX_MCP_PUBLISH="127.0.0.1:$port" SANDBOX_MCP_SERVER_IMAGE="$image"
+export SANDBOX_EGRESS_IMAGE="$egress_image"
 export SANDBOX_MCP_CONFIG="$work/config.json"
 DOCKER_GID="$(stat -c %g "${SANDBOX_DOCKER_SOCK:-/var/run/docker.sock}")"
 export DOCKER_GID
@@ -136,6 +139,7 @@ log "compose ($("${compose_cmd[@]}" version --short 2>/dev/null || echo '?')) re
 docker image inspect sandbox-mcp-python:latest >/dev/null 2>&1 ||
   fail "the sandbox image sandbox-mcp-python:latest is missing: run images/build.sh"
 previous="$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)"
+previous_egress="$(docker image inspect -f '{{.Id}}' "$egress_image" 2>/dev/null || true)"
 log "building $image (project $project)"
 build_start=$(date +%s)
 # scripts/test.sh builds the same image beforehand, in the background at a low CPU weight, under
@@ -150,11 +154,22 @@ current="$(docker image inspect -f '{{.Id}}' "$image")"
 if [[ -n "$previous" && "$previous" != "$current" ]]; then
   docker rmi "$previous" >/dev/null 2>&1 || true
 fi
+current_egress="$(docker image inspect -f '{{.Id}}' "$egress_image")" ||
+  fail "compose build made no egress image $egress_image"
+if [[ -n "$previous_egress" && "$previous_egress" != "$current_egress" ]]; then
+  docker rmi "$previous_egress" >/dev/null 2>&1 || true
+fi
+read -r egress_user egress_entry <<<"$(docker image inspect -f \
+  '{{.Config.User}} {{json .Config.Entrypoint}}' "$egress_image")"
+[[ "$egress_user $egress_entry" == '65534:65534 ["/usr/local/bin/sandbox-egress"]' ]] ||
+  fail "the egress image runs '$egress_entry' as '$egress_user'"
+log "built $egress_image (sandbox-egress as 65534:65534)"
 
 # 3. Start it and wait until it serves.
 compose up -d --no-build >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; fail "compose up"; }
 server="$(compose ps -q sandbox-mcp)"
 [[ -n "$server" ]] || fail "compose started no sandbox-mcp container"
+[[ -z "$(compose ps -q sandbox-egress)" ]] || fail "compose started a sandbox-egress container"
 log "started server container ${server:0:12} on $base_url, instance $instance"
 wait_for "/healthz answering ok" 300 healthz_ok
 log "/healthz answers ok"
