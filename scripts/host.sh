@@ -100,7 +100,7 @@ start_engine() {
 
 ensure_engine() {
   engine_answers || start_engine || return 1
-  install_egress_firewall || log "egress host firewall: install failed (egress pools will not start)"
+  install_egress_firewall || log "egress host firewall: install failed (egress pools cannot start)"
 }
 
 # The end-to-end tests (tests/e2e) drive the server with real MCP clients from npm, pinned in

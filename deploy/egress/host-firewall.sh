@@ -45,7 +45,8 @@ have_ip6() { command -v ip6tables >/dev/null; }
 rules_v4() {
   case "$1" in
     "$chain")
-      echo "-d $proxy -p tcp --dport $port --syn ${bridged[*]} -m connlimit --connlimit-above $connlimit --connlimit-mask 32 -j REJECT --reject-with tcp-reset"
+      local over="-m connlimit --connlimit-above $connlimit --connlimit-mask 32"  # per source
+      echo "-d $proxy -p tcp --dport $port --syn ${bridged[*]} $over -j REJECT --reject-with tcp-reset"
       echo "-d $proxy -p tcp --dport $port ${bridged[*]} -j ACCEPT"
       echo "-d $proxy -p udp --dport 53 ${bridged[*]} -j ACCEPT"
       echo "-d $proxy -p tcp --dport 53 ${bridged[*]} -j ACCEPT"

@@ -29,7 +29,8 @@ binary="${binary:-$root/build/src/egress/sandbox-egress}"
 
 log() { printf '[images] %s\n' "$*" >&2; }
 
-[[ -x "$binary" ]] || { log "no executable $binary (cmake --build build --target sandbox-egress)"; exit 1; }
+[[ -x "$binary" ]] ||
+  { log "no executable $binary (cmake --build build --target sandbox-egress)"; exit 1; }
 base_id="$(docker image inspect --format '{{.Id}}' "$base_image" 2>/dev/null)" ||
   { log "the base image $base_image is missing: run images/build.sh"; exit 1; }
 want="$( { sha256sum <"$binary"; sha256sum <"$here/Dockerfile"; echo "$base_id"; } |

@@ -92,7 +92,8 @@ def main():
             attached.kill()
             out, err = attached.communicate()
         events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        fw.expect_equal("last event when stdin ends", "stopped", events[-1]["ev"] if events else None)
+        fw.expect_equal("last event when stdin ends", "stopped",
+                        events[-1]["ev"] if events else None)
         fw.expect_equal("exit code", 0, attached.returncode)
         conns = [e for e in events if e.get("ev") == "conn"]
         fw.expect_equal("conn event: addr, verdict", [net.addr(10), "refused"],
