@@ -8,8 +8,9 @@
 #   deploy/egress/host-firewall.sh check     exit 0 when installed, else name what is missing
 #
 # Environment (install and check must see the same values):
-#   SANDBOX_EGRESS_CONNLIMIT   connections from one sandbox to the proxy (default 32, the
-#                              proxy's --max-connections-per-source); more are reset
+#   SANDBOX_EGRESS_CONNLIMIT   connections from one sandbox to the proxy (default 40: above the
+#                              proxy's own 32 per source, so the 33rd still gets the proxy's
+#                              readable 429; the kernel resets past 40)
 #   SANDBOX_EGRESS_PROXY_PORT  the proxy's port (default 3128)
 #
 # IPv4 (iptables), from a pool bridge:
@@ -26,7 +27,7 @@ set -euo pipefail
 prefix=sbxeg
 chain=SBX-EGRESS
 chain_in=SBX-EGRESS-IN
-connlimit="${SANDBOX_EGRESS_CONNLIMIT:-32}"
+connlimit="${SANDBOX_EGRESS_CONNLIMIT:-40}"
 port="${SANDBOX_EGRESS_PROXY_PORT:-3128}"
 proxy=0.0.0.2/0.0.0.255  # .2 of any /24: a non-contiguous mask, one rule for every pool
 bridged=(-m physdev --physdev-is-bridged)  # in and out of the same bridge: not routed

@@ -39,19 +39,42 @@ Status ApplyNetworkRules(const std::vector<std::string>& entries, const std::str
   return OkStatus();
 }
 
+Status ApplyInjection(const json& doc, const std::string& path, CredentialInjection& item) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("host", item.host));
+  SANDBOX_RETURN_IF_ERROR(r.Read("header", item.header));
+  SANDBOX_RETURN_IF_ERROR(r.Read("value_env", item.value_env));
+  return r.RejectUnknown();
+}
+
 Status ApplyNetwork(const json& doc, const std::string& path, NetworkPolicy& network) {
   ObjectReader r(doc, path);
   SANDBOX_RETURN_IF_ERROR(r.Check());
   std::string mode = "none";
   std::vector<std::string> allow;
   std::vector<std::string> deny;
+  std::string pip_index_url;
+  std::vector<CredentialInjection> inject;
   SANDBOX_RETURN_IF_ERROR(r.Read("mode", mode));
   SANDBOX_RETURN_IF_ERROR(r.Read("allow", allow));
   SANDBOX_RETURN_IF_ERROR(r.Read("deny", deny));
+  SANDBOX_RETURN_IF_ERROR(r.Read("pip_index_url", pip_index_url));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("inject", [&](const json& v, const std::string& p) -> Status {
+    if (!v.is_array()) return Invalid(p, "expected an array of {host, header, value_env}");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      CredentialInjection item;
+      SANDBOX_RETURN_IF_ERROR(ApplyInjection(v[i], p + "[" + std::to_string(i) + "]", item));
+      inject.push_back(std::move(item));
+    }
+    return OkStatus();
+  }));
   SANDBOX_RETURN_IF_ERROR(r.RejectUnknown());
   network = NetworkPolicy{};
+  network.pip_index_url = pip_index_url;
+  network.inject = std::move(inject);
   if (mode == "none") {
-    if (!allow.empty() || !deny.empty()) {
+    if (!allow.empty() || !deny.empty() || !pip_index_url.empty() || !network.inject.empty()) {
       return Invalid(r.Child(allow.empty() ? "deny" : "allow"),
                      "entries need \"mode\": \"allowlist\" (mode \"none\" is no network at all)");
     }
@@ -191,6 +214,16 @@ Status ApplyMemory(const json& doc, const std::string& path, MemoryConfig& memor
   return r.RejectUnknown();
 }
 
+Status ApplyEgress(const json& doc, const std::string& path, EgressConfig& egress) {
+  ObjectReader r(doc, path);
+  SANDBOX_RETURN_IF_ERROR(r.Check());
+  SANDBOX_RETURN_IF_ERROR(r.Read("image", egress.image));
+  SANDBOX_RETURN_IF_ERROR(r.Read("subnets", egress.subnets));
+  SANDBOX_RETURN_IF_ERROR(r.Read("upstream_network", egress.upstream_network));
+  SANDBOX_RETURN_IF_ERROR(r.Read("require_host_firewall", egress.require_host_firewall));
+  return r.RejectUnknown();
+}
+
 Status ApplyTasks(const json& doc, const std::string& path, TasksConfig& tasks) {
   ObjectReader r(doc, path);
   SANDBOX_RETURN_IF_ERROR(r.Check());
@@ -316,6 +349,9 @@ Result<Config> ApplyJson(Config base, const json& doc) {
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject("sessions", [&](const json& v, const std::string& p) {
     return ApplySessions(v, p, base.sessions);
+  }));
+  SANDBOX_RETURN_IF_ERROR(r.ReadObject("egress", [&](const json& v, const std::string& p) {
+    return ApplyEgress(v, p, base.egress);
   }));
   SANDBOX_RETURN_IF_ERROR(r.ReadObject(
       "tasks", [&](const json& v, const std::string& p) { return ApplyTasks(v, p, base.tasks); }));

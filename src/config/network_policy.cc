@@ -419,6 +419,8 @@ NetworkPolicy Narrowed(const NetworkPolicy& policy, const NetworkPolicy& narrowe
   out.allow = narrower.allow;
   out.deny = policy.deny;
   out.deny.insert(out.deny.end(), narrower.deny.begin(), narrower.deny.end());
+  out.pip_index_url = policy.pip_index_url;
+  out.inject = policy.inject;
   return out;
 }
 

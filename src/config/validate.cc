@@ -152,6 +152,78 @@ Status CheckPoolEngines(const PoolConfig& p, const DockerConfig& d, const std::s
   return OkStatus();
 }
 
+// A header name as HTTP allows it (a token); the proxy writes it into requests.
+bool HeaderToken(const std::string& name) {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status CheckPoolNetwork(const PoolConfig& p, const std::string& path) {
+  const NetworkPolicy& n = p.network;
+  if (n.mode == NetworkPolicy::Mode::kNone) return OkStatus();
+  if (p.runtime == "runsc") {
+    return Invalid(path + ".mode", "a network policy is not supported with the gVisor runtime yet");
+  }
+  if (!n.pip_index_url.empty()) {
+    const bool https = n.pip_index_url.starts_with("https://");
+    if (!https && !n.pip_index_url.starts_with("http://")) {
+      return Invalid(path + ".pip_index_url", "expected an http:// or https:// URL");
+    }
+    std::string_view rest = std::string_view(n.pip_index_url).substr(https ? 8 : 7);
+    rest = rest.substr(0, rest.find_first_of("/?#"));
+    std::uint16_t port = https ? 443 : 80;
+    std::string_view host = rest;
+    if (const auto colon = rest.rfind(':');
+        colon != std::string_view::npos && rest.find(']') == std::string_view::npos) {
+      host = rest.substr(0, colon);
+      int value = 0;
+      for (const char c : rest.substr(colon + 1)) {
+        if (c < '0' || c > '9' || value > 65535) return Invalid(path + ".pip_index_url", "bad port");
+        value = value * 10 + (c - '0');
+      }
+      if (value < 1 || value > 65535) return Invalid(path + ".pip_index_url", "bad port");
+      port = static_cast<std::uint16_t>(value);
+    }
+    auto name = NormalizeHostName(host);
+    if (name.ok()) {
+      auto decision = DecideName(n, *name, port);
+      if (!decision.allowed) {
+        return Invalid(path + ".pip_index_url", "its host is not allowed: " + decision.reason);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < n.inject.size(); ++i) {
+    const auto& item = n.inject[i];
+    const std::string where = path + ".inject[" + std::to_string(i) + "]";
+    auto name = NormalizeHostName(item.host);
+    if (!name.ok()) return Invalid(where + ".host", name.error().message());
+    if (*name != item.host) return Invalid(where + ".host", "write it in lower case, no dot at the end");
+    if (!DecideName(n, item.host, 443).allowed) {
+      return Invalid(where + ".host", "the allowlist does not allow " + item.host + ":443");
+    }
+    if (!HeaderToken(item.header)) return Invalid(where + ".header", "not a header name");
+    if (item.value_env.empty()) return Invalid(where + ".value_env", "names no variable");
+  }
+  return OkStatus();
+}
+
+Status CheckEgress(const EgressConfig& e) {
+  auto subnet = ParseNetworkRule(e.subnets);
+  if (!subnet.ok() || subnet->kind != NetworkRule::Kind::kCidr || subnet->network.v6 ||
+      e.subnets.find(':') != std::string::npos) {
+    return Invalid("egress.subnets", "expected an IPv4 CIDR such as 10.213.0.0/16");
+  }
+  if (subnet->prefix > 24) return Invalid("egress.subnets", "must hold at least one /24");
+  if (e.image.empty()) return Invalid("egress.image", "must name an image");
+  if (e.upstream_network.empty()) return Invalid("egress.upstream_network", "must name a network");
+  return OkStatus();
+}
+
 }  // namespace
 
 bool IsLoopbackHost(const std::string& host) {
@@ -372,13 +444,9 @@ Status Validate(const Config& config, const HostLimits& host) {
     SANDBOX_RETURN_IF_ERROR(CheckLimits(p.max_limits, path + ".max_limits"));
     SANDBOX_RETURN_IF_ERROR(ValidatePoolLimits(p.limits, p.max_limits, path));
     SANDBOX_RETURN_IF_ERROR(CheckPoolEngines(p, config.docker, path));
-    if (p.network.mode != NetworkPolicy::Mode::kNone) {
-      // The policy is parsed and checked (network_policy.h), but nothing enforces it yet: a
-      // pool that believed it had the network would get none, silently.
-      return Invalid(path + ".network.mode",
-                     "\"allowlist\" needs the egress proxy, which this version does not have yet");
-    }
+    SANDBOX_RETURN_IF_ERROR(CheckPoolNetwork(p, path + ".network"));
   }
+  SANDBOX_RETURN_IF_ERROR(CheckEgress(config.egress));
   if (FindPool(config, config.default_pool) == nullptr) {
     return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");
   }

@@ -26,6 +26,9 @@ nlohmann::json BuildHostConfig(const HostConfig& h) {
   if (h.ipc_mode) j["IpcMode"] = *h.ipc_mode;
   if (h.oom_score_adj) j["OomScoreAdj"] = *h.oom_score_adj;
   if (h.shm_size) j["ShmSize"] = *h.shm_size;
+  if (!h.dns.empty()) j["Dns"] = h.dns;
+  if (!h.dns_options.empty()) j["DnsOptions"] = h.dns_options;
+  if (!h.sysctls.empty()) j["Sysctls"] = h.sysctls;
   return j;
 }
 
@@ -48,6 +51,13 @@ nlohmann::json BuildCreateBody(const ContainerSpec& spec) {
   j["StdinOnce"] = spec.stdin_once;
   if (spec.network_disabled) j["NetworkDisabled"] = true;
   j["HostConfig"] = BuildHostConfig(spec.host_config);
+  if (spec.endpoint) {
+    nlohmann::json endpoint = nlohmann::json::object();
+    if (!spec.endpoint->ipv4.empty()) {
+      endpoint["IPAMConfig"] = {{"IPv4Address", spec.endpoint->ipv4}};
+    }
+    j["NetworkingConfig"] = {{"EndpointsConfig", {{spec.endpoint->network, endpoint}}}};
+  }
   if (spec.extra.is_object() && !spec.extra.empty()) j.merge_patch(spec.extra);
   return j;
 }

@@ -32,11 +32,21 @@ ContainerSpec ToContainerSpec(const engine::SandboxSpec& sandbox) {
   // server keeps stdin open instead, so a later server can attach again (the engine lets a new
   // attach write to the same stdin).
   spec.stdin_once = !sandbox.keep_stdin_open;
-  spec.network_disabled = true;
   spec.labels = sandbox.labels;
 
   auto& hc = spec.host_config;
-  hc.network_mode = "none";
+  if (sandbox.network.name.empty()) {
+    spec.network_disabled = true;
+    hc.network_mode = "none";
+  } else {
+    // The pool's internal network, whose only way out is its egress proxy (docs/network.md).
+    hc.network_mode = sandbox.network.name;
+    spec.endpoint = NetworkEndpoint{sandbox.network.name, ""};
+    hc.dns = sandbox.network.dns;
+    // A refused name fails at once rather than after the resolver's retries.
+    hc.dns_options = {"timeout:1", "attempts:1"};
+    spec.env = sandbox.network.env;
+  }
   hc.readonly_rootfs = true;
   hc.cap_drop = {"ALL"};
   // The engine takes the profile's text; the CLI's path form is read client-side.
@@ -58,6 +68,58 @@ ContainerSpec ToContainerSpec(const engine::SandboxSpec& sandbox) {
   if (!sandbox.runtime.empty()) hc.runtime = sandbox.runtime;
   // If the server dies, the attach connection closes, the harness sees end of input and exits,
   // and the engine removes the container by itself: no leftovers even before crash recovery.
+  spec.extra = {{"HostConfig", {{"AutoRemove", true}}}};
+  return spec;
+}
+
+nlohmann::json ToNetworkBody(const engine::NetworkSpec& network) {
+  return {
+      {"Name", network.name},
+      {"CheckDuplicate", true},
+      {"Driver", "bridge"},
+      {"Internal", true},
+      {"EnableIPv6", false},
+      {"Attachable", false},
+      {"Labels", network.labels},
+      {"IPAM",
+       {{"Driver", "default"},
+        {"Config", nlohmann::json::array({{{"Subnet", network.subnet},
+                                           {"Gateway", network.gateway}}})}}},
+      {"Options",
+       {{"com.docker.network.bridge.name", network.bridge},
+        {"com.docker.network.bridge.enable_icc", "false"},
+        {"com.docker.network.bridge.enable_ip_masquerade", "false"}}},
+  };
+}
+
+ContainerSpec ToServiceContainerSpec(const engine::ServiceSpec& service) {
+  ContainerSpec spec;
+  spec.image = service.image;
+  spec.cmd = service.cmd;
+  spec.entrypoint = std::vector<std::string>{};
+  spec.user = service.user;
+  spec.labels = service.labels;
+  spec.open_stdin = true;
+  spec.attach_stdin = true;
+  spec.attach_stdout = true;
+  spec.attach_stderr = true;
+  spec.stdin_once = true;  // it ends when the server's attach closes
+  auto& hc = spec.host_config;
+  if (!service.networks.empty()) {
+    hc.network_mode = service.networks.front().network;
+    spec.endpoint = NetworkEndpoint{service.networks.front().network, service.networks.front().ipv4};
+  }
+  hc.readonly_rootfs = true;
+  hc.cap_drop = {"ALL"};
+  hc.security_opt = {"no-new-privileges:true"};
+  hc.init = true;
+  hc.ipc_mode = "private";
+  if (service.memory_bytes > 0) {
+    hc.memory = service.memory_bytes;
+    hc.memory_swap = service.memory_bytes;
+  }
+  if (service.pids_limit > 0) hc.pids_limit = service.pids_limit;
+  hc.sysctls = service.sysctls;
   spec.extra = {{"HostConfig", {{"AutoRemove", true}}}};
   return spec;
 }
@@ -144,6 +206,7 @@ Result<engine::SandboxState> DockerEngine::Inspect(const std::string& id,
   state.paused = info->state.status == "paused";
   state.exit_code = info->state.exit_code;
   state.started_at = info->state.started_at;
+  state.addresses = info->ip_addresses;
   return state;
 }
 
@@ -197,6 +260,74 @@ Result<std::vector<engine::Listed>> DockerEngine::List(const engine::Labels& all
         engine::Listed{std::move(c.id), std::move(c.state), c.created, std::move(c.labels), name_});
   }
   return out;
+}
+
+Status DockerEngine::CreateNetwork(const engine::NetworkSpec& spec,
+                                   engine::Deadline deadline) const {
+  auto created = client_.CreateNetwork(ToNetworkBody(spec), CallOptions::Until(deadline));
+  if (!created.ok()) return created.error();
+  return OkStatus();
+}
+
+Status DockerEngine::RemoveNetwork(const std::string& name, engine::Deadline deadline) const {
+  auto status = client_.RemoveNetwork(name, CallOptions::Until(deadline));
+  if (status.ok() || status.error().code() == ErrorCode::kNotFound) return OkStatus();
+  // "has active endpoints" is a 403 (20.10) or 409: in use, not removed.
+  if (status.error().http_status() == 403) {
+    return Error(ErrorCode::kConflict, status.error().message());
+  }
+  return status;
+}
+
+Result<std::vector<engine::ListedNetwork>> DockerEngine::ListNetworks(
+    const engine::Labels& all_of, engine::Deadline deadline) const {
+  Filters filters;
+  auto& labels = filters["label"];
+  for (const auto& [key, value] : all_of) labels.push_back(key + "=" + value);
+  auto listed = client_.ListNetworks(filters, CallOptions::Until(deadline));
+  if (!listed.ok()) return listed.error();
+  std::vector<engine::ListedNetwork> out;
+  for (const auto& n : *listed) {
+    // The list answer leaves Containers empty; the inspect answer has them.
+    auto inspected = client_.InspectNetwork(n.id, CallOptions::Until(deadline));
+    if (!inspected.ok() && inspected.error().code() == ErrorCode::kNotFound) continue;
+    if (!inspected.ok()) return inspected.error();
+    out.push_back({n.id, n.name, n.labels, inspected->containers});
+  }
+  return out;
+}
+
+Result<engine::Launched> DockerEngine::LaunchService(const engine::ServiceSpec& spec,
+                                                     engine::Deadline deadline) const {
+  if (spec.networks.empty()) {
+    return Error(ErrorCode::kInvalidArgument, "a service container needs a network");
+  }
+  auto created =
+      client_.CreateContainer(ToServiceContainerSpec(spec), CallOptions::Until(deadline));
+  if (!created.ok()) return created.error().WithContext("create container from " + spec.image);
+  const std::string id = created->id;
+  auto failed = [this, &id](const Error& error) -> Result<engine::Launched> {
+    auto removed = Remove(id, DeadlineAfter(kCleanupTimeout));
+    if (!removed.ok() && logger_) {
+      logger_->error("remove container {}: {}", ShortId(id), removed.error().ToString());
+    }
+    return error;
+  };
+  for (std::size_t i = 1; i < spec.networks.size(); ++i) {
+    auto joined = client_.ConnectNetwork(spec.networks[i].network, id, spec.networks[i].ipv4,
+                                         CallOptions::Until(deadline));
+    if (!joined.ok()) return failed(joined.error());
+  }
+  AttachOptions attach;
+  attach.attach_stdin = true;
+  auto stream = client_.Attach(id, attach, CallOptions::Until(deadline));
+  if (!stream.ok()) return failed(stream.error().WithContext("attach to " + ShortId(id)));
+  auto started = client_.StartContainer(id, CallOptions::Until(deadline));
+  if (!started.ok()) {
+    stream->reset();
+    return failed(started.error().WithContext("start " + ShortId(id)));
+  }
+  return engine::Launched{id, std::move(*stream)};
 }
 
 }  // namespace sandbox::docker

@@ -125,6 +125,12 @@ Result<ContainerInfo> ParseContainerInspect(const json& j) {
   c.state.started_at = Str(s, "StartedAt");
   c.state.finished_at = Str(s, "FinishedAt");
   c.state.error = Str(s, "Error");
+  const json networks = Object(Object(j, "NetworkSettings"), "Networks");
+  for (const auto& [name, endpoint] : networks.items()) {
+    if (!endpoint.is_object()) continue;
+    std::string address = Str(endpoint, "IPAddress");
+    if (!address.empty()) c.ip_addresses[name] = std::move(address);
+  }
   c.raw = j;
   return c;
 }
@@ -157,6 +163,27 @@ Result<WaitResult> ParseWait(const json& j) {
   auto it = j.find("Error");
   if (it != j.end() && it->is_object()) w.error = Str(*it, "Message");
   return w;
+}
+
+Result<NetworkSummary> ParseNetwork(const json& j) {
+  if (!j.is_object() || Str(j, "Id").empty()) return NotAnObject("network answer");
+  NetworkSummary n;
+  n.id = Str(j, "Id");
+  n.name = Str(j, "Name");
+  n.labels = StringMap(j, "Labels");
+  n.containers = static_cast<int>(Object(j, "Containers").size());
+  return n;
+}
+
+Result<std::vector<NetworkSummary>> ParseNetworkList(const json& j) {
+  if (!j.is_array()) return NotAnObject("network list answer");
+  std::vector<NetworkSummary> out;
+  for (const auto& item : j) {
+    auto n = ParseNetwork(item);
+    if (!n.ok()) return n.error();
+    out.push_back(std::move(*n));
+  }
+  return out;
 }
 
 }  // namespace sandbox::docker

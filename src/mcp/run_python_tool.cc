@@ -106,12 +106,21 @@ json RunPythonTool::Definition() const {
       "Run Python 3 code in an isolated sandbox and get back its stdout, stderr, the value of a "
       "final expression (like a notebook cell), a structured traceback on error, every "
       "matplotlib figure as a PNG image, and the files the code wrote.\n"
-      "- Installed: numpy, pandas, matplotlib, scipy, sympy, pillow and the standard library. "
-      "No network access: pip install and downloads fail.\n"
+      "- Installed: numpy, pandas, matplotlib, scipy, sympy, pillow and the standard library.\n"
       "- Plots: draw with matplotlib and call plt.show() (or just leave figures open); each "
       "figure comes back as an image.\n"
       "- Files: pass input files with `files` ([{path, content_base64}], relative paths); files "
       "the code writes to its working directory are returned.\n";
+  const std::string network = options_.pools.empty() ? "none" : options_.pools.front().network;
+  if (network == "none") {
+    description += "- No network access: pip install and downloads fail.\n";
+  } else {
+    // The proxy settings are in the environment: pip, urllib, requests and curl use them.
+    description += "- Network: only through the sandbox's egress proxy, to what its " +
+                   std::string("policy allows (") + network +
+                   "); anything else is refused with a 403 naming the policy. pip install "
+                   "works when its index is allowed.\n";
+  }
   if (sessions_ == nullptr) {
     description +=
         "- Each call starts a fresh interpreter: variables and files do not persist between "
@@ -169,6 +178,9 @@ json RunPythonTool::Definition() const {
     json names = json::array();
     for (const auto& pool : options_.pools) {
       names.push_back(pool.name);
+      if (pool.network != options_.pools.front().network) {
+        about += "; \"" + pool.name + "\" network: " + pool.network;
+      }
       if (pool.adds.empty()) continue;
       std::string adds;
       for (const auto& package : pool.adds) adds += (adds.empty() ? "" : ", ") + package;

@@ -26,6 +26,10 @@ std::string Summary(const json& info) {
       out += "Pool " + pool.value("name", std::string("?")) + " (" +
              pool.value("mode", std::string("?")) + ", " + pool.value("image", std::string("?")) +
              ")";
+      if (auto network = pool.find("network"); network != pool.end() && network->is_string() &&
+                                                *network != "none") {
+        out += ", network " + network->get<std::string>();
+      }
       if (pool.contains("limits")) out += ": limits " + pool["limits"].dump();
       if (pool.contains("max_limits")) out += ", request maxima " + pool["max_limits"].dump();
       // A pool whose image adds packages to the sandbox image says which.

@@ -155,6 +155,12 @@ struct Metrics::Impl {
           .Name("sandbox_admin_changes_total")
           .Help("Live changes of pool settings, by pool, field and source (api or reload)")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& egress =
+      BuildCounter()
+          .Name("sandbox_egress_total")
+          .Help("What the egress proxies decided: connections (kind conn) and DNS queries (kind "
+                "dns, all refused), by pool, engine and verdict (allowed or refused)")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& config_reloads =
       BuildCounter()
           .Name("sandbox_config_reloads_total")
@@ -244,6 +250,16 @@ void Metrics::RecordAdminChange(std::string_view pool, std::string_view field,
             {"field", Bounded(field, {"min_idle", "max_total", "max_concurrent_starts", "limits",
                                       "autoscale", "drain"})},
             {"source", Bounded(source, {"api", "reload"})}})
+      .Increment();
+}
+
+void Metrics::RecordEgress(std::string_view pool, std::string_view engine, std::string_view kind,
+                           std::string_view verdict) {
+  impl_->egress
+      .Add({{"pool", pool.empty() ? std::string("-") : std::string(pool)},
+            {"engine", std::string(engine)},
+            {"kind", Bounded(kind, {"conn", "dns"})},
+            {"verdict", Bounded(verdict, {"allowed", "refused"})}})
       .Increment();
 }
 

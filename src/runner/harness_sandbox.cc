@@ -77,6 +77,9 @@ HarnessSandbox::HarnessSandbox(const engine::ContainerEngine& engine, const Sand
 HarnessSandbox::~HarnessSandbox() {
   if (stream_) stream_->Close();
   stream_.reset();
+  // Before the container goes: its address may be given to the next sandbox at once, and a
+  // later Forget would take that one's admission away.
+  if (egress_ != nullptr && !address_.empty()) egress_->Forget(address_);
   container_.Remove();
 }
 
@@ -95,6 +98,18 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   input.extra_labels.merge(extras.labels);
   input.session = setup.session;
   input.keep_stdin_open = setup.session && setup.watchdog.count() > 0;
+  const bool networked = setup.pool.network.mode == config::NetworkPolicy::Mode::kAllowlist;
+  if (networked) {
+    if (extras.egress == nullptr) {
+      return Error(ErrorCode::kUnsupported, "pool '" + setup.pool.name +
+                                                "' has a network policy but engine " +
+                                                engine.name() + " has no egress gateway");
+    }
+    auto joined = extras.egress->Join(deadline);
+    if (!joined.ok()) return joined.error().WithContext("the egress network of pool '" +
+                                                        setup.pool.name + "'");
+    input.network = std::move(*joined);
+  }
   // The engine removes what it made when the launch fails or is cancelled.
   auto launched = engine.Launch(BuildSandboxSpec(input), deadline, cancel);
   if (!launched.ok()) return launched.error();
@@ -103,6 +118,20 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
   std::unique_ptr<HarnessSandbox> sandbox(new HarnessSandbox(
       engine, setup, std::move(handle), std::move(launched->stream), std::move(logger)));
   sandbox->session_id_ = std::move(extras.session_id);
+  if (networked) {
+    // The code runs only once the proxy knows this address's policy.
+    auto state = engine.Inspect(sandbox->container_.id(), deadline);
+    if (!state.ok()) return state.error().WithContext("inspect the sandbox for its address");
+    auto address = state->addresses.find(input.network.name);
+    if (address == state->addresses.end()) {
+      return Error(ErrorCode::kEngine, "the sandbox has no address on network " +
+                                           input.network.name);
+    }
+    auto admitted = extras.egress->Admit(address->second, setup.pool.network, deadline);
+    if (!admitted.ok()) return admitted.error().WithContext("tell the egress proxy");
+    sandbox->egress_ = extras.egress;
+    sandbox->address_ = address->second;
+  }
   auto booted = sandbox->Boot(deadline, cancel);
   if (!booted.ok()) return booted.error();
   sandbox->NarrowToRunLimits(deadline);
@@ -113,6 +142,11 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Adopt(
     const engine::ContainerEngine& engine, const SandboxSetup& setup,
     const std::string& container_id, std::shared_ptr<spdlog::logger> logger) {
   ContainerHandle handle(&engine, container_id, logger);
+  if (setup.pool.network.mode != config::NetworkPolicy::Mode::kNone) {
+    // Its proxy ended with the server that started it (docs/network.md, "Sessions").
+    return Error(ErrorCode::kUnsupported,
+                 "a session of a pool with a network policy does not outlive its server");
+  }
   auto stream = engine.Reattach(handle.id(), DeadlineAfter(setup.start_timeout));
   if (!stream.ok()) return stream.error().WithContext("attach to session container");
   std::unique_ptr<HarnessSandbox> sandbox(
@@ -124,6 +158,8 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Adopt(
 void HarnessSandbox::Leave() {
   if (stream_) stream_->Close();
   stream_.reset();
+  if (egress_ != nullptr && !address_.empty()) egress_->Forget(address_);
+  address_.clear();
   container_.Release();
   broken_ = true;
 }

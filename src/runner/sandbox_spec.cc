@@ -53,6 +53,7 @@ engine::SandboxSpec BuildSandboxSpec(const SandboxSpecInput& input) {
       {"core", 0, 0},
   };
   spec.runtime = pool.runtime;
+  spec.network = input.network;
   return spec;
 }
 

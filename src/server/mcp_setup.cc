@@ -81,7 +81,7 @@ mcp::Dispatcher MakeDispatcher(const config::Config& config, exec::ExecutionServ
   run_options.sessions = SessionToolOptionsOf(config);
   // The default pool first: it is the one a call without `pool` runs in.
   for (const auto& pool : config.pools) {
-    mcp::PoolChoice choice{pool.name, pool.packages};
+    mcp::PoolChoice choice{pool.name, pool.packages, config::DescribeNetworkPolicy(pool.network)};
     choice.adds.insert(choice.adds.end(), pool.pip_packages.begin(), pool.pip_packages.end());
     auto at =
         pool.name == config.default_pool ? run_options.pools.begin() : run_options.pools.end();

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "sandbox/metrics/metrics.h"
 #include "sandbox/policy/container_profile.h"
 #include "sandbox/policy/run_filter.h"
+#include "sandbox/service/egress_gateways.h"
 #include "sandbox/service/engine.h"
 #include "sandbox/service/owner.h"
 #include "sandbox/service/sandbox_service.h"
@@ -46,6 +48,27 @@ Status RefuseUnservedEngines(const config::Config& config) {
       return Error(ErrorCode::kUnsupported, "docker.engines[" + std::to_string(i) +
                                                 "].seccomp_profile_path: Podman engines are not "
                                                 "served yet");
+    }
+  }
+  return OkStatus();
+}
+
+// Every engine a pool with a network policy runs on must have the egress proxy's image.
+Status CheckEgressImage(const config::Config& config, const engine::EngineList& engines) {
+  for (const auto& pool : config.pools) {
+    if (pool.network.mode == config::NetworkPolicy::Mode::kNone) continue;
+    for (const auto* each : engines) {
+      const auto names = config::PoolEngineNames(pool, config.docker);
+      if (std::find(names.begin(), names.end(), each->name()) == names.end()) continue;
+      auto image = each->CheckImage(config.egress.image, each->DefaultDeadline());
+      if (image.ok()) continue;
+      if (image.error().code() == ErrorCode::kNotFound) {
+        return Error(ErrorCode::kNotFound,
+                     "pool '" + pool.name + "' has a network policy, but engine " + each->name() +
+                         " has no image " + config.egress.image +
+                         " (the egress proxy's): build it with images/egress/build.sh");
+      }
+      return image.error().WithContext("engine " + each->name());
     }
   }
   return OkStatus();
@@ -120,6 +143,22 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   sandbox::service::ServiceOptions service_options;
   service_options.container_labels[std::string(sandbox::service::kOwnerLabel)] =
       sandbox::service::FormatOwner(*self);
+  // The proxies and networks of pools with a network policy (docs/network.md); they outlive
+  // the engine below, whose sandboxes hold their links.
+  sandbox::service::EgressOptions egress_options;
+  egress_options.config = config.egress;
+  egress_options.instance_id = config.instance_id;
+  egress_options.labels = service_options.container_labels;
+  egress_options.audit = logger->clone("audit");
+  egress_options.on_event = [&metrics](const sandbox::service::EgressEvent& event) {
+    metrics.RecordEgress(event.pool, event.engine, event.kind, event.verdict);
+  };
+  sandbox::service::EgressGateways egress(std::move(egress_options), logger);
+  if (auto checked = CheckEgressImage(config, engine_list); !checked.ok()) {
+    return Fail(logger, checked.error());
+  }
+  for (const auto* each : engine_list) egress.SweepLeftovers(*each);
+  service_options.egress = &egress;
   service_options.container_seccomp_json = profile->compact_json();
   service_options.run_filter_bpf = run_filter->bpf();
   // Several engines: each is watched (pings); one that goes down takes no new sandboxes and its
@@ -163,6 +202,7 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
   auto shutdown_engine = [&] {
     health.Stop();  // its listener calls the service
     (*engine)->Shutdown();
+    egress.Stop();  // after the sandboxes: a network goes once nothing is attached
   };
 
   // Every byte held for a client comes out of this one budget (docs/memory-budget.md).

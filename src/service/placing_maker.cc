@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "sandbox/runner/container_handle.h"
+#include "sandbox/service/egress_gateways.h"
 
 namespace sandbox::service {
 namespace {
@@ -244,11 +245,16 @@ std::vector<EnginePlacement> PlacingMaker::placements() const {
 
 MakerFactory PlacingMakersOn(PlaceableEngines placeable, engine::EngineList all,
                              const engine::EngineHealth* health,
-                             const std::shared_ptr<spdlog::logger>& logger) {
-  return [placeable = std::move(placeable), all = std::move(all), health,
-          logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
+                             const std::shared_ptr<spdlog::logger>& logger,
+                             EgressGateways* egress) {
+  return [placeable = std::move(placeable), all = std::move(all), health, logger,
+          egress](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
+    auto link = [&](const engine::ContainerEngine& engine) -> runner::EgressLink* {
+      return egress != nullptr ? egress->For(engine, setup.pool) : nullptr;
+    };
     if (all.size() == 1) {
-      return std::make_unique<HarnessSandboxMaker>(*all.front(), std::move(setup), logger);
+      runner::EgressLink* one = link(*all.front());
+      return std::make_unique<HarnessSandboxMaker>(*all.front(), std::move(setup), logger, one);
     }
     auto it = placeable.find(setup.pool.name);
     // Every pool has an engine (SandboxService refuses to start otherwise); all as a backstop.
@@ -261,7 +267,8 @@ MakerFactory PlacingMakersOn(PlaceableEngines placeable, engine::EngineList all,
     options.max_concurrent_starts = setup.pool.max_concurrent_starts;
     std::vector<EngineMaker> makers;
     for (const auto* engine : engines) {
-      makers.push_back({engine, std::make_unique<HarnessSandboxMaker>(*engine, setup, logger)});
+      makers.push_back(
+          {engine, std::make_unique<HarnessSandboxMaker>(*engine, setup, logger, link(*engine))});
     }
     return std::make_unique<PlacingMaker>(std::move(makers), std::move(options), logger);
   };

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sandbox/runner/container_handle.h"
+#include "sandbox/service/egress_gateways.h"
 #include "sandbox/service/session_record.h"
 
 namespace sandbox::service {
@@ -92,16 +93,19 @@ int RetireIdleOn(PoolSet& pools, const std::string& engine, EngineExit exit, std
 
 HarnessSandboxMaker::HarnessSandboxMaker(const engine::ContainerEngine& engine,
                                          runner::SandboxSetup setup,
-                                         std::shared_ptr<spdlog::logger> logger)
-    : engine_(engine), logger_(std::move(logger)) {
+                                         std::shared_ptr<spdlog::logger> logger,
+                                         runner::EgressLink* egress)
+    : engine_(engine), logger_(std::move(logger)), egress_(egress) {
   std::lock_guard lock(setups_mu_);
   current_ = AddSetups(std::move(setup));
 }
 
 MakerFactory HarnessSandboxMaker::On(const engine::ContainerEngine& engine,
-                                     const std::shared_ptr<spdlog::logger>& logger) {
-  return [&engine, logger](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
-    return std::make_unique<HarnessSandboxMaker>(engine, std::move(setup), logger);
+                                     const std::shared_ptr<spdlog::logger>& logger,
+                                     EgressGateways* egress) {
+  return [&engine, logger, egress](runner::SandboxSetup setup) -> std::unique_ptr<SandboxMaker> {
+    runner::EgressLink* link = egress != nullptr ? egress->For(engine, setup.pool) : nullptr;
+    return std::make_unique<HarnessSandboxMaker>(engine, std::move(setup), logger, link);
   };
 }
 
@@ -163,6 +167,7 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::CreateFor(
     extras.session_id = NewSessionId(setups.full->replica);
     extras.labels[std::string(kSessionKeyLabel)] = SessionKey(extras.session_id);
   }
+  extras.egress = egress_;
   auto sandbox = runner::HarnessSandbox::Start(engine_, lean ? *setups.lean : *setups.full, logger_,
                                                &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();
@@ -187,6 +192,7 @@ Result<std::unique_ptr<runner::Sandbox>> HarnessSandboxMaker::StartForSession(
   runner::StartExtras extras;
   extras.session_id = session_id;
   extras.labels[std::string(kSessionKeyLabel)] = SessionKey(session_id);
+  extras.egress = egress_;
   auto sandbox =
       runner::HarnessSandbox::Start(engine_, setup(), logger_, &cancel_starts_, std::move(extras));
   if (!sandbox.ok()) return sandbox.error();

@@ -512,6 +512,8 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      // What its image was built with on top of the sandbox image (checked
                      // against the image's labels at start-up).
                      {"extra_packages", {{"debian", pc.packages}, {"pip", pc.pip_packages}}},
+                     // What its code may reach (docs/network.md).
+                     {"network", config::DescribeNetworkPolicy(pc.network)},
                      {"idle", stats.idle},
                      {"leased", stats.leased},
                      {"starting", stats.starting},
@@ -521,7 +523,9 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   // Each engine's state (up, down, draining) and where each pool's sandboxes are.
   info.info["engines"] = Engines();
   info.info["default_pool"] = config_.default_pool;
-  info.info["network"] = "none";
+  if (const auto* pool = config::FindPool(config_, config_.default_pool)) {
+    info.info["network"] = config::DescribeNetworkPolicy(pool->network);
+  }
   // What is installed, probed once per image (pools sharing an image share the answer): a
   // pool built with extra packages lists them like the default pool does.
   for (auto& pool : pools) {

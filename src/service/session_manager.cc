@@ -152,7 +152,7 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Create(
     const config::Config& config, const engine::ContainerEngine& engine,
     const SandboxService& service, const ServiceOptions& options,
     std::shared_ptr<spdlog::logger> logger) {
-  auto make = HarnessSandboxMaker::On(engine, logger);
+  auto make = HarnessSandboxMaker::On(engine, logger, options.egress);
   return Create(config, service.resolver(), make, options, std::move(logger));
 }
 

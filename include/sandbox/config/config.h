@@ -300,6 +300,22 @@ struct MemoryConfig {
   bool operator==(const MemoryConfig&) const = default;
 };
 
+// The egress proxy and the networks of pools with a network policy (docs/network.md). Start-up
+// only: a reload reports a change as needing a restart.
+struct EgressConfig {
+  std::string image = "sandbox-mcp-egress:latest";  // the proxy's (images/egress/build.sh)
+  // The address space of the pools' internal networks: a /24 per pool and engine, the proxy at
+  // .2; a block another network already holds is passed over.
+  std::string subnets = "10.213.0.0/16";
+  // The network through which the proxy reaches what the policies allow.
+  std::string upstream_network = "bridge";
+  // A pool with a network policy starts only on a host whose firewall isolates its networks
+  // (deploy/egress/host-firewall.sh); the proxy probes it. false: a warning instead.
+  bool require_host_firewall = true;
+
+  bool operator==(const EgressConfig&) const = default;
+};
+
 struct Config {
   ServerConfig server;
   SessionConfig sessions;
@@ -307,6 +323,7 @@ struct Config {
   MemoryConfig memory;
   PrincipalLimits per_principal;
   DockerConfig docker;
+  EgressConfig egress;
   PolicyConfig policy;
   std::vector<PoolConfig> pools = {PoolConfig{}};
   std::string default_pool = "default";

@@ -50,11 +50,24 @@ struct NetworkRule {
   bool operator==(const NetworkRule&) const = default;
 };
 
+// A header the egress proxy adds to the requests for one host, its value from the server's
+// environment (network.inject; the code never sees it: docs/network.md, "Credentials").
+struct CredentialInjection {
+  std::string host;       // an exact name, lower case
+  std::string header;     // "Authorization"
+  std::string value_env;  // the server's environment variable holding the value
+  bool operator==(const CredentialInjection&) const = default;
+};
+
 struct NetworkPolicy {
   enum class Mode { kNone, kAllowlist };
   Mode mode = Mode::kNone;
   std::vector<NetworkRule> allow;
   std::vector<NetworkRule> deny;
+  // Carried with the policy, not part of its decisions: the index pip uses ("" : pip's own
+  // default), and the credentials the proxy adds.
+  std::string pip_index_url;
+  std::vector<CredentialInjection> inject;
   bool operator==(const NetworkPolicy&) const = default;
 };
 

@@ -128,6 +128,18 @@ class Client {
   Result<std::vector<ContainerSummary>> ListContainers(const ListOptions& options = {},
                                                        const CallOptions& call = {}) const;
 
+  // -- networks (client_networks.cc) --
+  // POST /networks/create with `body` (see BuildNetworkBody); kConflict when the name is
+  // taken or, as Docker answers it, the subnet overlaps another network's (its 400 is mapped).
+  Result<std::string> CreateNetwork(const nlohmann::json& body, const CallOptions& call = {}) const;
+  Status RemoveNetwork(std::string_view name, const CallOptions& call = {}) const;
+  Result<NetworkSummary> InspectNetwork(std::string_view name, const CallOptions& call = {}) const;
+  Result<std::vector<NetworkSummary>> ListNetworks(const Filters& filters,
+                                                   const CallOptions& call = {}) const;
+  // Joins a created (not yet started) or running container to a network, at `ipv4` if given.
+  Status ConnectNetwork(std::string_view network, std::string_view container,
+                        std::string_view ipv4, const CallOptions& call = {}) const;
+
   // -- archives --
   // A tar of `path` (a file or a directory) plus its stat; works on stopped containers.
   Result<ArchiveData> GetArchive(std::string_view id, std::string_view path,

@@ -39,6 +39,15 @@ struct HostConfig {
   std::optional<std::string> ipc_mode;  // "none", "private", ...
   std::optional<int> oom_score_adj;
   std::optional<std::int64_t> shm_size;  // bytes
+  std::vector<std::string> dns;          // resolver addresses
+  std::vector<std::string> dns_options;  // resolv.conf options ("timeout:1")
+  std::map<std::string, std::string> sysctls;
+};
+
+// The container's endpoint on its network (network_mode names it) at creation.
+struct NetworkEndpoint {
+  std::string network;
+  std::string ipv4;  // "": the engine picks
 };
 
 struct ContainerSpec {
@@ -58,6 +67,7 @@ struct ContainerSpec {
   bool stdin_once = false;  // close the container's stdin when the first attached client detaches
   bool network_disabled = false;
   HostConfig host_config;
+  std::optional<NetworkEndpoint> endpoint;
   // Escape hatch: merged into the body last with JSON merge-patch (RFC 7386) semantics: objects
   // merge recursively, other values replace, null deletes. E.g. {"HostConfig":{"CpusetCpus":"0"}}.
   nlohmann::json extra = nlohmann::json::object();

@@ -27,7 +27,16 @@ namespace sandbox::docker {
 // to memory, stdin/stdout/stderr attached (StdinOnce unless keep_stdin_open), the image's
 // entrypoint replaced, and AutoRemove: when the server dies, the attach connection closes, the
 // harness sees end of input and exits, and the engine removes the container by itself.
+// A sandbox with a network (spec.network, a pool with an egress policy) joins that network
+// instead, with the proxy's resolver and environment.
 ContainerSpec ToContainerSpec(const engine::SandboxSpec& spec);
+
+// The body of POST /networks/create for an egress network: internal, inter-container traffic
+// off, no IPv6, no masquerade, the bridge named as asked.
+nlohmann::json ToNetworkBody(const engine::NetworkSpec& network);
+
+// The Docker container spec of a helper container (engine::ServiceSpec).
+ContainerSpec ToServiceContainerSpec(const engine::ServiceSpec& service);
 
 class DockerEngine final : public engine::ContainerEngine {
  public:
@@ -58,6 +67,14 @@ class DockerEngine final : public engine::ContainerEngine {
   Status Remove(const std::string& id, engine::Deadline deadline) const override;
   Result<std::vector<engine::Listed>> List(const engine::Labels& all_of,
                                            engine::Deadline deadline) const override;
+
+  Status CreateNetwork(const engine::NetworkSpec& spec, engine::Deadline deadline) const override;
+  Status RemoveNetwork(const std::string& name, engine::Deadline deadline) const override;
+  Result<std::vector<engine::ListedNetwork>> ListNetworks(
+      const engine::Labels& all_of, engine::Deadline deadline) const override;
+  // Created on its first network, joined to the others before it starts.
+  Result<engine::Launched> LaunchService(const engine::ServiceSpec& spec,
+                                         engine::Deadline deadline) const override;
 
   // How long a failed Launch's clean-up may take to remove the container it made.
   static constexpr std::chrono::seconds kCleanupTimeout{40};

@@ -76,7 +76,15 @@ struct ContainerInfo {
   std::string config_image;  // the reference the container was created from
   ContainerState state;
   std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> ip_addresses;  // IPv4 by network name (NetworkSettings)
   nlohmann::json raw;
+};
+
+struct NetworkSummary {
+  std::string id;
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int containers = 0;  // attached now (the inspect answer's Containers)
 };
 
 struct ContainerSummary {
@@ -102,5 +110,7 @@ Result<CreatedContainer> ParseCreated(const nlohmann::json& j);
 Result<ContainerInfo> ParseContainerInspect(const nlohmann::json& j);
 Result<std::vector<ContainerSummary>> ParseContainerList(const nlohmann::json& j);
 Result<WaitResult> ParseWait(const nlohmann::json& j);
+Result<NetworkSummary> ParseNetwork(const nlohmann::json& j);
+Result<std::vector<NetworkSummary>> ParseNetworkList(const nlohmann::json& j);
 
 }  // namespace sandbox::docker

@@ -46,9 +46,19 @@ struct TmpfsMount {
   int mode = 01777;
 };
 
+// The network a sandbox of a pool with an egress policy joins (docs/network.md): an internal
+// network made by the server (CreateNetwork) whose only way out is the pool's egress proxy.
+// Empty `name`: no network at all, the default.
+struct SandboxNetwork {
+  std::string name;
+  std::vector<std::string> dns;  // the resolvers (the proxy's null resolver)
+  std::vector<std::string> env;  // "KEY=value": the proxy settings the code's clients read
+};
+
 // One sandbox to launch, engine-neutral: what varies by pool and by start (runner's
 // BuildSandboxSpec decides it). What never varies is each engine's to apply, in one place per
-// engine (docker::ToContainerSpec), so no path can forget it: no network, a read-only root
+// engine (docker::ToContainerSpec), so no path can forget it: no network (unless `network`
+// names the pool's internal egress network), a read-only root
 // filesystem, no mounts of the host, every capability dropped, no-new-privileges, the seccomp
 // profile below, an init process as pid 1, private IPC, no swap, stdin, stdout and stderr
 // attached without a TTY, and the sandbox removed by the engine once it exits.
@@ -69,6 +79,45 @@ struct SandboxSpec {
   std::vector<Ulimit> ulimits;
   std::string seccomp_profile_json;  // the container's seccomp profile, as JSON text
   std::string runtime;               // "": the engine's default; "runsc": gVisor
+  SandboxNetwork network;            // default: none
+};
+
+// An internal network for the sandboxes of one pool with an egress policy (docs/network.md).
+// What never varies is the engine's to apply: no route out (internal), sandboxes on it cannot
+// reach each other (inter-container traffic off), no IPv6.
+struct NetworkSpec {
+  std::string name;
+  std::string bridge;   // the host's interface name (the host firewall matches its prefix)
+  std::string subnet;   // "10.213.4.0/24"
+  std::string gateway;  // "10.213.4.1"
+  Labels labels;
+};
+
+// A network as ListNetworks finds it.
+struct ListedNetwork {
+  std::string id;
+  std::string name;
+  Labels labels;
+  int containers = 0;  // attached now
+};
+
+// A helper container the server runs beside the sandboxes (the egress proxy): not a sandbox,
+// but held to the same hardening where it applies: a read-only root, every capability dropped,
+// no-new-privileges, the engine's default seccomp profile, an init process, stdin, stdout and
+// stderr attached (it ends when the server's attach closes), removed once it exits.
+struct ServiceSpec {
+  struct Attachment {
+    std::string network;
+    std::string ipv4;  // "": the engine picks
+  };
+  std::string image;
+  std::vector<std::string> cmd;
+  std::string user;  // "uid:gid"
+  Labels labels;
+  std::vector<Attachment> networks;  // the first is the container's own; never empty
+  std::map<std::string, std::string> sysctls;
+  std::int64_t memory_bytes = 0;
+  std::int64_t pids_limit = 0;
 };
 
 // New limits for a running sandbox (Narrow); a field left 0 is not changed.
@@ -85,6 +134,7 @@ struct SandboxState {
   std::int64_t exit_code = 0;  // when it has exited
   // When it last started, in the engine's own notation; a restart changes it (owner.h).
   std::string started_at;
+  std::map<std::string, std::string> addresses;  // IPv4 address by network name
 };
 
 // One sandbox as List finds it.
@@ -155,6 +205,18 @@ class ContainerEngine {
   virtual Status Remove(const std::string& id, Deadline deadline) const = 0;
   // Every sandbox, running or not, that carries all of `all_of` (label = value).
   virtual Result<std::vector<Listed>> List(const Labels& all_of, Deadline deadline) const = 0;
+
+  // Networks and helper containers, for pools with an egress policy. An engine that cannot:
+  // kUnsupported (such pools then cannot run on it).
+  // kConflict when the name is taken or the subnet overlaps another network's.
+  virtual Status CreateNetwork(const NetworkSpec& spec, Deadline deadline) const;
+  // kNotFound (already gone) is success; kConflict while containers are attached.
+  virtual Status RemoveNetwork(const std::string& name, Deadline deadline) const;
+  virtual Result<std::vector<ListedNetwork>> ListNetworks(const Labels& all_of,
+                                                          Deadline deadline) const;
+  // Creates the container, joins its networks, attaches to its stdio and starts it; on any
+  // failure it is removed again.
+  virtual Result<Launched> LaunchService(const ServiceSpec& spec, Deadline deadline) const;
 };
 
 // The engines a server runs on, in configuration order (main owns them; they outlive every

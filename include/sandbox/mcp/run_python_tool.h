@@ -30,6 +30,8 @@ namespace sandbox::mcp {
 struct PoolChoice {
   std::string name;
   std::vector<std::string> adds;  // e.g. {"python3-sklearn"}: its extra packages
+  // What its code may reach: "none" or "allowlist: pypi.org ..." (DescribeNetworkPolicy).
+  std::string network = "none";
 };
 
 // Figures shown in the tool description, so a model knows its limits up front.

@@ -122,6 +122,10 @@ class Metrics {
   // A live change of a pool setting: `field` one of min_idle, max_total, max_concurrent_starts,
   // limits, autoscale, drain; `source` "api" (the admin API) or "reload" (SIGHUP).
   void RecordAdminChange(std::string_view pool, std::string_view field, std::string_view source);
+  // One decision of an egress proxy (docs/network.md): `kind` conn or dns, `verdict` allowed or
+  // refused; `pool` and `engine` as configured ("" pool: an address no pool admitted).
+  void RecordEgress(std::string_view pool, std::string_view engine, std::string_view kind,
+                    std::string_view verdict);
   // A configuration reload: `result` "applied" or "rejected" (the running one was kept).
   void RecordConfigReload(std::string_view result);
 

@@ -26,6 +26,7 @@
 #include "sandbox/engine/container_engine.h"
 #include "sandbox/exec/execution_service.h"
 #include "sandbox/runner/container_handle.h"
+#include "sandbox/runner/egress_link.h"
 #include "sandbox/runner/harness_frames.h"
 #include "sandbox/runner/harness_wire.h"
 #include "sandbox/runner/sandbox.h"
@@ -85,6 +86,9 @@ struct StartExtras {
   // The id of the session this container is made for, kept with the sandbox (session_id());
   // never sent to the container nor put in a label.
   std::string session_id;
+  // The egress gateway of the engine for a pool with a network policy (null: none; such a
+  // pool's start then fails). Outlives the sandbox.
+  EgressLink* egress = nullptr;
 };
 
 class HarnessSandbox final : public Sandbox {
@@ -220,6 +224,9 @@ class HarnessSandbox final : public Sandbox {
   bool prepared_ = false;            // a `ready` arrived after the last `done`
   engine::ResourceUpdate narrowed_;  // the limits NarrowToRunLimits set (0: the ceiling)
   std::string session_id_;
+  // A pool with a network policy: the gateway that admitted this sandbox's address.
+  EgressLink* egress_ = nullptr;
+  std::string address_;
 };
 
 }  // namespace sandbox::runner

@@ -39,6 +39,8 @@ struct SandboxSpecInput {
   // A session container that may outlive its server: stdin stays open when the server's
   // stream closes; its harness's watchdog bounds it instead.
   bool keep_stdin_open = false;
+  // A pool with a network policy: its egress network (EgressLink::Join); default none.
+  engine::SandboxNetwork network;
 };
 
 engine::SandboxSpec BuildSandboxSpec(const SandboxSpecInput& input);

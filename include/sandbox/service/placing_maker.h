@@ -112,8 +112,10 @@ using PlaceableEngines = std::map<std::string, engine::EngineList>;
 // The MakerFactory of pools over `placeable`: with one engine in `all` (the server's), the
 // HarnessSandboxMaker on it, exactly as before there were several; otherwise a PlacingMaker
 // over each pool's engines. The engines must outlive the makers.
+// `egress` (may be null) gives each engine's maker its gateway for pools with a network policy.
 MakerFactory PlacingMakersOn(PlaceableEngines placeable, engine::EngineList all,
                              const engine::EngineHealth* health,
-                             const std::shared_ptr<spdlog::logger>& logger);
+                             const std::shared_ptr<spdlog::logger>& logger,
+                             EgressGateways* egress = nullptr);
 
 }  // namespace sandbox::service

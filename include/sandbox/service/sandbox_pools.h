@@ -28,6 +28,8 @@
 
 namespace sandbox::service {
 
+class EgressGateways;
+
 using SandboxPool = pool::WarmPool<runner::Sandbox>;
 using SandboxLease = pool::Lease<runner::Sandbox>;
 
@@ -83,6 +85,8 @@ struct ServiceOptions {
   // Which engines take new sandboxes (several engines only; null: all of them, always); the
   // admin API drains engines through it.
   engine::EngineHealth* health = nullptr;
+  // The egress gateways of pools with a network policy (null: such pools cannot start).
+  EgressGateways* egress = nullptr;
 };
 
 // One configured pool as the engine holds it. The maker outlives the pool (declared first, so
@@ -120,8 +124,9 @@ int RetireIdleOn(PoolSet& pools, const std::string& engine, EngineExit exit, std
 class HarnessSandboxMaker final : public SandboxMaker {
  public:
   // `engine` must outlive the maker and its sandboxes.
+  // `egress`: the pool's gateway on `engine` (null for a pool without a network policy).
   HarnessSandboxMaker(const engine::ContainerEngine& engine, runner::SandboxSetup setup,
-                      std::shared_ptr<spdlog::logger> logger);
+                      std::shared_ptr<spdlog::logger> logger, runner::EgressLink* egress = nullptr);
   Result<std::unique_ptr<runner::Sandbox>> Create() override;
   // Starts without the preload while requests wait (pool.skip_preload_when_queued).
   Result<std::unique_ptr<runner::Sandbox>> CreateFor(const pool::StartContext& context) override;
@@ -136,7 +141,8 @@ class HarnessSandboxMaker final : public SandboxMaker {
 
   // The MakerFactory of HarnessSandboxMakers on `engine`.
   static MakerFactory On(const engine::ContainerEngine& engine,
-                         const std::shared_ptr<spdlog::logger>& logger);
+                         const std::shared_ptr<spdlog::logger>& logger,
+                         EgressGateways* egress = nullptr);
 
  private:
   // The setups to start from: full and (when the pool may start lean) without preload and warm
@@ -152,6 +158,7 @@ class HarnessSandboxMaker final : public SandboxMaker {
 
   const engine::ContainerEngine& engine_;
   std::shared_ptr<spdlog::logger> logger_;
+  runner::EgressLink* egress_ = nullptr;
   mutable std::mutex setups_mu_;
   std::vector<std::unique_ptr<const runner::SandboxSetup>> all_setups_;
   Setups current_;

@@ -125,7 +125,7 @@ class SandboxService final : public exec::ExecutionService,
   const RequestResolver& resolver() const { return resolver_; }
   // The makers of pools over the same engines as this service's (the session pools').
   MakerFactory makers() const {
-    return PlacingMakersOn(placeable_, engines_, options_.health, logger_);
+    return PlacingMakersOn(placeable_, engines_, options_.health, logger_, options_.egress);
   }
   // An engine went down or came back (EngineHealth's listener). Down: the idle sandboxes on it
   // are retired without a call to it (their containers are left to the sweep when it is back),

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("SANDBOX_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "../../.."))
 FIREWALL = os.path.join(SOURCE, "deploy/egress/host-firewall.sh")
 IMAGE = os.environ.get("SANDBOX_IMAGE", "sandbox-mcp-python:latest")
-CONNLIMIT = int(os.environ.get("SANDBOX_EGRESS_CONNLIMIT", "32"))
+CONNLIMIT = int(os.environ.get("SANDBOX_EGRESS_CONNLIMIT", "40"))
 PROXY_PORT = 3128
 HIDDEN_PORT = 8080  # the stand-in proxy and sandbox 2 listen here too: only the rules hide it
 LABEL = "io.sandbox-mcp.test=egress-host"

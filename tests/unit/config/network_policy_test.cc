@@ -208,10 +208,48 @@ TEST(NetworkConfigTest, PoolsReadTheirPolicyAndRefusalsNameTheEntry) {
               HasSubstr("pools[0].network.alow: unknown key"));
   EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": [443]}})"),
               HasSubstr("pools[0].network.allow"));
-  // Parsed and checked, but not enforced yet: refused rather than silently without network.
-  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"]}})"),
-              HasSubstr("needs the egress proxy"));
+  EXPECT_EQ(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"]}})"), "");
   EXPECT_EQ(ConfigError(R"({"network": {"mode": "none"}})"), "");
+}
+
+TEST(NetworkConfigTest, TheIndexAndTheCredentialsMustBeAllowed) {
+  EXPECT_EQ(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org",
+      "files.pythonhosted.org"], "pip_index_url": "https://pypi.org/simple/",
+      "inject": [{"host": "pypi.org", "header": "Authorization", "value_env": "TOKEN"}]}})"),
+            "");
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"],
+                                          "pip_index_url": "https://evil.example/simple/"}})"),
+              HasSubstr("pools[0].network.pip_index_url: its host is not allowed"));
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"],
+                                          "pip_index_url": "ftp://pypi.org/"}})"),
+              HasSubstr("expected an http:// or https:// URL"));
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org:80"],
+      "inject": [{"host": "pypi.org", "header": "Authorization", "value_env": "T"}]}})"),
+              HasSubstr("pools[0].network.inject[0].host: the allowlist does not allow"));
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"],
+      "inject": [{"host": "pypi.org", "header": "Bad Header", "value_env": "T"}]}})"),
+              HasSubstr("pools[0].network.inject[0].header: not a header name"));
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"],
+      "inject": [{"host": "pypi.org", "header": "X-Key"}]}})"),
+              HasSubstr("inject[0].value_env: names no variable"));
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "none",
+                                          "pip_index_url": "https://pypi.org/simple/"}})"),
+              HasSubstr("entries need \"mode\": \"allowlist\""));
+}
+
+TEST(NetworkConfigTest, EgressSubnetsAreAnIpv4BlockOfAtLeastOneSlash24) {
+  auto with = [](const std::string& subnets) {
+    auto doc = nlohmann::json::parse(R"({"egress": {"subnets": ")" + subnets + R"("}})");
+    auto config = ApplyJson(Config{}, doc);
+    if (!config.ok()) return config.error().message();
+    auto status = Validate(*config);
+    return status.ok() ? std::string() : status.error().message();
+  };
+  EXPECT_EQ(with("10.213.0.0/16"), "");
+  EXPECT_EQ(with("172.30.4.0/24"), "");
+  EXPECT_THAT(with("10.213.0.0/25"), HasSubstr("egress.subnets: must hold at least one /24"));
+  EXPECT_THAT(with("fd00::/64"), HasSubstr("egress.subnets: expected an IPv4 CIDR"));
+  EXPECT_THAT(with("pypi.org"), HasSubstr("egress.subnets"));
 }
 
 }  // namespace

@@ -29,6 +29,10 @@ COMPUTED = {
     "pools[].network.mode": "an enum of NetworkPolicy, read through a string",
     "pools[].network.allow": "strings parsed into NetworkPolicy's rules (network_policy.h)",
     "pools[].network.deny": "strings parsed into NetworkPolicy's rules (network_policy.h)",
+    "pools[].network.pip_index_url": "a member of NetworkPolicy (network_policy.h), read into a local",
+    "pools[].network.inject[].host": "CredentialInjection is in network_policy.h",
+    "pools[].network.inject[].header": "CredentialInjection is in network_policy.h",
+    "pools[].network.inject[].value_env": "CredentialInjection is in network_policy.h",
 }
 
 

@@ -211,3 +211,70 @@ TEST(SandboxSpecTest, TheDockerBodyIsTheOneBeforeTheSeam) {
 
 }  // namespace
 }  // namespace sandbox::runner
+
+namespace sandbox::runner {
+namespace {
+
+// A pool with a network policy: its sandboxes join the pool's egress network with the proxy
+// as their resolver and its settings in their environment; the hardening is the same.
+TEST(SandboxSpecTest, ASandboxOnAnEgressNetworkKeepsEveryHardeningOption) {
+  config::PoolConfig pool;
+  SandboxSpecInput input;
+  input.pool = &pool;
+  input.container_seccomp_json = R"({"defaultAction":"SCMP_ACT_ERRNO"})";
+  input.network.name = "sandbox-mcp-egress-x-0ad500";
+  input.network.dns = {"10.213.0.2"};
+  input.network.env = {"http_proxy=http://10.213.0.2:3128"};
+  auto spec = docker::ToContainerSpec(BuildSandboxSpec(input));
+  const auto& hc = spec.host_config;
+  EXPECT_EQ(hc.network_mode, "sandbox-mcp-egress-x-0ad500");
+  EXPECT_FALSE(spec.network_disabled);
+  EXPECT_EQ(hc.dns, std::vector<std::string>{"10.213.0.2"});
+  EXPECT_THAT(hc.dns_options, Contains("timeout:1"));
+  EXPECT_THAT(spec.env, Contains("http_proxy=http://10.213.0.2:3128"));
+  EXPECT_TRUE(hc.readonly_rootfs);
+  EXPECT_EQ(hc.cap_drop, std::vector<std::string>{"ALL"});
+  EXPECT_THAT(hc.security_opt, Contains("no-new-privileges:true"));
+  auto body = docker::BuildCreateBody(spec);
+  EXPECT_TRUE(body["NetworkingConfig"]["EndpointsConfig"].contains("sandbox-mcp-egress-x-0ad500"));
+  EXPECT_FALSE(body.contains("NetworkDisabled"));
+  EXPECT_FALSE(body["HostConfig"].contains("PortBindings"));
+}
+
+TEST(SandboxSpecTest, AnEgressNetworkIsInternalWithoutTrafficBetweenSandboxesOrIpv6) {
+  engine::NetworkSpec network{"n", "sbxeg0ad500", "10.213.0.0/24", "10.213.0.1", {{"a", "b"}}};
+  auto body = docker::ToNetworkBody(network);
+  EXPECT_EQ(body["Internal"], true);
+  EXPECT_EQ(body["EnableIPv6"], false);
+  EXPECT_EQ(body["Options"]["com.docker.network.bridge.enable_icc"], "false");
+  EXPECT_EQ(body["Options"]["com.docker.network.bridge.name"], "sbxeg0ad500");
+  EXPECT_EQ(body["IPAM"]["Config"][0]["Subnet"], "10.213.0.0/24");
+  EXPECT_EQ(body["Labels"]["a"], "b");
+}
+
+TEST(SandboxSpecTest, TheProxyContainerIsHardenedAndEndsWithItsAttach) {
+  engine::ServiceSpec service;
+  service.image = "sandbox-mcp-egress:latest";
+  service.cmd = {"/usr/local/bin/sandbox-egress"};
+  service.user = "65534:65534";
+  service.networks = {{"inner", "10.213.0.2"}, {"bridge", ""}};
+  service.sysctls = {{"net.ipv4.ip_unprivileged_port_start", "53"}};
+  auto spec = docker::ToServiceContainerSpec(service);
+  auto body = docker::BuildCreateBody(spec);
+  const auto& hc = body["HostConfig"];
+  EXPECT_EQ(hc["ReadonlyRootfs"], true);
+  EXPECT_EQ(hc["CapDrop"], nlohmann::json::array({"ALL"}));
+  EXPECT_FALSE(hc.contains("CapAdd"));
+  EXPECT_FALSE(hc.value("Privileged", false));
+  EXPECT_EQ(hc["AutoRemove"], true);
+  EXPECT_EQ(hc["NetworkMode"], "inner");
+  EXPECT_EQ(hc["Sysctls"]["net.ipv4.ip_unprivileged_port_start"], "53");
+  EXPECT_EQ(body["User"], "65534:65534");
+  EXPECT_EQ(body["StdinOnce"], true);
+  EXPECT_EQ(body["NetworkingConfig"]["EndpointsConfig"]["inner"]["IPAMConfig"]["IPv4Address"],
+            "10.213.0.2");
+  EXPECT_EQ(body.dump().find("docker.sock"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandbox::runner
