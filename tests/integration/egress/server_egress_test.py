@@ -91,7 +91,7 @@ class EgressServerTest(unittest.TestCase):
         config = {
             "instance_id": INSTANCE,
             "sessions": {"warm": 0},
-            "egress": {"upstream_network": cls.net},
+            "egress": {"upstream_network": cls.net, "require_host_firewall": False},
             "pools": [
                 {"name": "default", "min_idle": 0, "max_total": 2},
                 {"name": "net", "min_idle": 1, "max_total": 3, "network": {
@@ -205,18 +205,6 @@ def fetch(url):
         got = self.probe(self.FETCH + f'print(json.dumps(fetch("http://{self.upstream_ip}:8080/hello")))')
         self.assertEqual(got["status"], 200, got)
 
-    def test_curl_reads_the_proxy_settings_too(self):
-        got = self.probe(r'''
-import json, subprocess, shutil
-if shutil.which("curl") is None:
-    print(json.dumps({"skip": "no curl"}))
-else:
-    r = subprocess.run(["curl", "-sS", "http://web.test:8080/hello"], capture_output=True, text=True)
-    print(json.dumps({"out": r.stdout, "err": r.stderr}))
-''')
-        if "skip" not in got:
-            self.assertEqual(got["out"], "egress-ok", got)
-
     # ---- what it refuses, each with its verdict ----
 
     def test_a_name_not_allowed_gets_a_403_naming_the_policy(self):
@@ -327,8 +315,11 @@ for s in held:
     except OSError:
         pass
 print(json.dumps({"held": len(held), "refused": refused, "answers": sorted(answers)}))''')
-        self.assertGreater(got["refused"] + len(got["answers"]), 0, got)
-        self.assertLessEqual(got["held"] - len(got["answers"]), 40, got)
+        # Past the proxy's 32 a source gets its readable 429; past the host firewall's 40 the
+        # kernel resets the connection (deploy/egress/host-firewall.sh).
+        self.assertTrue(any(" 429 " in answer for answer in got["answers"]), got)
+        self.assertGreater(got["refused"], 0, got)
+        self.assertLessEqual(got["held"], 40, got)
 
     def test_the_pool_without_a_policy_has_no_network_at_all(self):
         got = self.probe(self.CONNECT + r'''
@@ -347,7 +338,8 @@ print(json.dumps({"proxy_env": os.environ.get("http_proxy", ""),
         while time.monotonic() < deadline:
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
                                              timeout=10).read().decode()
-            log = open(self.log_path).read()
+            with open(self.log_path) as f:
+                log = f.read()
             if ('sandbox_egress_total{' in metrics and 'verdict="refused"' in metrics
                     and "other.test:8080" in log):
                 break
