@@ -60,15 +60,16 @@ Status ApplyNetwork(const json& doc, const std::string& path, NetworkPolicy& net
   SANDBOX_RETURN_IF_ERROR(r.Read("allow", allow));
   SANDBOX_RETURN_IF_ERROR(r.Read("deny", deny));
   SANDBOX_RETURN_IF_ERROR(r.Read("pip_index_url", pip_index_url));
-  SANDBOX_RETURN_IF_ERROR(r.ReadObject("inject", [&](const json& v, const std::string& p) -> Status {
-    if (!v.is_array()) return Invalid(p, "expected an array of {host, header, value_env}");
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      CredentialInjection item;
-      SANDBOX_RETURN_IF_ERROR(ApplyInjection(v[i], p + "[" + std::to_string(i) + "]", item));
-      inject.push_back(std::move(item));
-    }
-    return OkStatus();
-  }));
+  SANDBOX_RETURN_IF_ERROR(
+      r.ReadObject("inject", [&](const json& v, const std::string& p) -> Status {
+        if (!v.is_array()) return Invalid(p, "expected an array of {host, header, value_env}");
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          CredentialInjection item;
+          SANDBOX_RETURN_IF_ERROR(ApplyInjection(v[i], p + "[" + std::to_string(i) + "]", item));
+          inject.push_back(std::move(item));
+        }
+        return OkStatus();
+      }));
   SANDBOX_RETURN_IF_ERROR(r.RejectUnknown());
   network = NetworkPolicy{};
   network.pip_index_url = pip_index_url;

@@ -183,7 +183,8 @@ Status CheckPoolNetwork(const PoolConfig& p, const std::string& path) {
       host = rest.substr(0, colon);
       int value = 0;
       for (const char c : rest.substr(colon + 1)) {
-        if (c < '0' || c > '9' || value > 65535) return Invalid(path + ".pip_index_url", "bad port");
+        if (c < '0' || c > '9' || value > 65535)
+          return Invalid(path + ".pip_index_url", "bad port");
         value = value * 10 + (c - '0');
       }
       if (value < 1 || value > 65535) return Invalid(path + ".pip_index_url", "bad port");
@@ -202,7 +203,8 @@ Status CheckPoolNetwork(const PoolConfig& p, const std::string& path) {
     const std::string where = path + ".inject[" + std::to_string(i) + "]";
     auto name = NormalizeHostName(item.host);
     if (!name.ok()) return Invalid(where + ".host", name.error().message());
-    if (*name != item.host) return Invalid(where + ".host", "write it in lower case, no dot at the end");
+    if (*name != item.host)
+      return Invalid(where + ".host", "write it in lower case, no dot at the end");
     if (!DecideName(n, item.host, 443).allowed) {
       return Invalid(where + ".host", "the allowlist does not allow " + item.host + ":443");
     }

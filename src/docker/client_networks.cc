@@ -6,8 +6,8 @@ namespace sandbox::docker {
 Result<std::string> Client::CreateNetwork(const nlohmann::json& body,
                                           const CallOptions& call) const {
   const std::string name = body.value("Name", "");
-  auto j = CallJson("POST", Versioned("/networks/create"), body.dump(), "create network " + name,
-                    call);
+  auto j =
+      CallJson("POST", Versioned("/networks/create"), body.dump(), "create network " + name, call);
   if (!j.ok()) {
     // Docker answers an overlapping subnet with 400 ("Pool overlaps with other one on this
     // address space") and a taken bridge name with 500: both mean "try another".
@@ -54,11 +54,9 @@ Status Client::ConnectNetwork(std::string_view network, std::string_view contain
   if (!ipv4.empty()) {
     body["EndpointConfig"] = {{"IPAMConfig", {{"IPv4Address", std::string(ipv4)}}}};
   }
-  auto resp = Call("POST", Versioned("/networks/" + PathSegment(network) + "/connect"),
-                   body.dump(),
-                   "connect container " + std::string(container) + " to network " +
-                       std::string(network),
-                   call);
+  auto resp = Call(
+      "POST", Versioned("/networks/" + PathSegment(network) + "/connect"), body.dump(),
+      "connect container " + std::string(container) + " to network " + std::string(network), call);
   if (!resp.ok()) return resp.error();
   return OkStatus();
 }

@@ -83,8 +83,8 @@ nlohmann::json ToNetworkBody(const engine::NetworkSpec& network) {
       {"Labels", network.labels},
       {"IPAM",
        {{"Driver", "default"},
-        {"Config", nlohmann::json::array({{{"Subnet", network.subnet},
-                                           {"Gateway", network.gateway}}})}}},
+        {"Config",
+         nlohmann::json::array({{{"Subnet", network.subnet}, {"Gateway", network.gateway}}})}}},
       {"Options",
        {{"com.docker.network.bridge.name", network.bridge},
         {"com.docker.network.bridge.enable_icc", "false"},
@@ -107,7 +107,8 @@ ContainerSpec ToServiceContainerSpec(const engine::ServiceSpec& service) {
   auto& hc = spec.host_config;
   if (!service.networks.empty()) {
     hc.network_mode = service.networks.front().network;
-    spec.endpoint = NetworkEndpoint{service.networks.front().network, service.networks.front().ipv4};
+    spec.endpoint =
+        NetworkEndpoint{service.networks.front().network, service.networks.front().ipv4};
   }
   hc.readonly_rootfs = true;
   hc.cap_drop = {"ALL"};

@@ -26,8 +26,8 @@ std::string Summary(const json& info) {
       out += "Pool " + pool.value("name", std::string("?")) + " (" +
              pool.value("mode", std::string("?")) + ", " + pool.value("image", std::string("?")) +
              ")";
-      if (auto network = pool.find("network"); network != pool.end() && network->is_string() &&
-                                                *network != "none") {
+      if (auto network = pool.find("network");
+          network != pool.end() && network->is_string() && *network != "none") {
         out += ", network " + network->get<std::string>();
       }
       if (pool.contains("limits")) out += ": limits " + pool["limits"].dump();

@@ -158,8 +158,9 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& egress =
       BuildCounter()
           .Name("sandbox_egress_total")
-          .Help("What the egress proxies decided: connections (kind conn) and DNS queries (kind "
-                "dns, all refused), by pool, engine and verdict (allowed or refused)")
+          .Help(
+              "What the egress proxies decided: connections (kind conn) and DNS queries (kind "
+              "dns, all refused), by pool, engine and verdict (allowed or refused)")
           .Register(*registry);
   prometheus::Family<prometheus::Counter>& config_reloads =
       BuildCounter()

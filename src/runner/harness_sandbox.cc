@@ -106,8 +106,8 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
                                                 engine.name() + " has no egress gateway");
     }
     auto joined = extras.egress->Join(deadline);
-    if (!joined.ok()) return joined.error().WithContext("the egress network of pool '" +
-                                                        setup.pool.name + "'");
+    if (!joined.ok())
+      return joined.error().WithContext("the egress network of pool '" + setup.pool.name + "'");
     input.network = std::move(*joined);
   }
   // The engine removes what it made when the launch fails or is cancelled.
@@ -124,8 +124,8 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
     if (!state.ok()) return state.error().WithContext("inspect the sandbox for its address");
     auto address = state->addresses.find(input.network.name);
     if (address == state->addresses.end()) {
-      return Error(ErrorCode::kEngine, "the sandbox has no address on network " +
-                                           input.network.name);
+      return Error(ErrorCode::kEngine,
+                   "the sandbox has no address on network " + input.network.name);
     }
     auto admitted = extras.egress->Admit(address->second, setup.pool.network, deadline);
     if (!admitted.ok()) return admitted.error().WithContext("tell the egress proxy");

@@ -110,8 +110,8 @@ class EgressGateway final : public runner::EgressLink {
     auto answer = Ask(line, deadline);
     if (!answer.ok()) return answer.error();
     if (Text(*answer, "ev") != "applied") {
-      return Error(ErrorCode::kInternal, "the egress proxy refused the policy: " +
-                                             Text(*answer, "error"));
+      return Error(ErrorCode::kInternal,
+                   "the egress proxy refused the policy: " + Text(*answer, "error"));
     }
     std::lock_guard lock(mu_);
     admitted_[address] = std::move(line);
@@ -124,8 +124,8 @@ class EgressGateway final : public runner::EgressLink {
       admitted_.erase(address);
     }
     if (!Alive()) return;
-    auto sent = Send({{"op", "remove"}, {"addr", address}},
-                     engine::DeadlineAfter(std::chrono::seconds(2)));
+    auto sent =
+        Send({{"op", "remove"}, {"addr", address}}, engine::DeadlineAfter(std::chrono::seconds(2)));
     if (!sent.ok() && logger_) {
       logger_->warn("egress proxy of pool '{}' on engine {}: could not remove {}: {}", pool_,
                     engine_.name(), address, sent.error().message());
@@ -137,8 +137,7 @@ class EgressGateway final : public runner::EgressLink {
     stopped_ = true;
     StopProxy();
     if (!network_name_.empty()) {
-      auto removed =
-          engine_.RemoveNetwork(network_name_, engine_.DefaultDeadline());
+      auto removed = engine_.RemoveNetwork(network_name_, engine_.DefaultDeadline());
       if (!removed.ok() && logger_) {
         logger_->warn("egress network {} of pool '{}' stays: {}", network_name_, pool_,
                       removed.error().message());
@@ -149,9 +148,14 @@ class EgressGateway final : public runner::EgressLink {
 
   EgressStatus Describe() const {
     std::lock_guard lock(mu_);
-    return {pool_,          engine_.name(), network_name_,
-            subnet_,        proxy_address_, alive_,
-            static_cast<int>(admitted_.size()), last_error_};
+    return {pool_,
+            engine_.name(),
+            network_name_,
+            subnet_,
+            proxy_address_,
+            alive_,
+            static_cast<int>(admitted_.size()),
+            last_error_};
   }
 
  private:
@@ -243,8 +247,8 @@ class EgressGateway final : public runner::EgressLink {
     auto launched = engine_.LaunchService(spec, deadline);
     if (!launched.ok()) {
       if (launched.error().code() == ErrorCode::kNotFound) {
-        return launched.error().WithContext(
-            "the egress proxy's image " + spec.image + " (build it: images/egress/build.sh)");
+        return launched.error().WithContext("the egress proxy's image " + spec.image +
+                                            " (build it: images/egress/build.sh)");
       }
       return launched.error().WithContext("start the egress proxy");
     }
@@ -281,13 +285,13 @@ class EgressGateway final : public runner::EgressLink {
     } else if (Text(*answer, "ev") != "probe") {
       problem = "the proxy cannot probe (" + Text(*answer, "error") + ")";
     } else if (Number(*answer, "errno") != kFirewalled) {
-      problem = "a connection from network " + network_name_ + " to the host (" +
-                gateway_address_ + ":1) got " +
-                (Number(*answer, "errno") == 0 ? std::string("through")
-                                               : Text(*answer, "error") + " (errno " +
-                                                     std::to_string(Number(*answer, "errno")) +
-                                                     ")") +
-                ", not the firewall's EHOSTUNREACH";
+      problem =
+          "a connection from network " + network_name_ + " to the host (" + gateway_address_ +
+          ":1) got " +
+          (Number(*answer, "errno") == 0 ? std::string("through")
+                                         : Text(*answer, "error") + " (errno " +
+                                               std::to_string(Number(*answer, "errno")) + ")") +
+          ", not the firewall's EHOSTUNREACH";
     }
     if (problem.empty()) return OkStatus();
     const std::string message =
@@ -327,8 +331,8 @@ class EgressGateway final : public runner::EgressLink {
     if (proxy->reader.joinable()) proxy->reader.join();
     auto removed = engine_.Remove(proxy->id, engine_.DefaultDeadline());
     if (!removed.ok() && logger_) {
-      logger_->warn("egress proxy {} of pool '{}' not removed: {}", proxy->id.substr(0, 12),
-                    pool_, removed.error().message());
+      logger_->warn("egress proxy {} of pool '{}' not removed: {}", proxy->id.substr(0, 12), pool_,
+                    removed.error().message());
     }
   }
 
@@ -390,8 +394,7 @@ class EgressGateway final : public runner::EgressLink {
       }
       buffer += (*chunk)->data;
       std::size_t start = 0;
-      for (auto end = buffer.find('\n'); end != std::string::npos;
-           end = buffer.find('\n', start)) {
+      for (auto end = buffer.find('\n'); end != std::string::npos; end = buffer.find('\n', start)) {
         OnLine(std::string_view(buffer).substr(start, end - start));
         start = end + 1;
       }
@@ -408,9 +411,10 @@ class EgressGateway final : public runner::EgressLink {
     }
     cv_.notify_all();
     if (was_alive && !stopped_ && logger_) {
-      logger_->warn("egress proxy of pool '{}' on engine {} ended ({}); started again with the "
-                    "next sandbox",
-                    pool_, engine_.name(), why);
+      logger_->warn(
+          "egress proxy of pool '{}' on engine {} ended ({}); started again with the "
+          "next sandbox",
+          pool_, engine_.name(), why);
     }
   }
 

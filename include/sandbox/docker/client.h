@@ -137,8 +137,8 @@ class Client {
   Result<std::vector<NetworkSummary>> ListNetworks(const Filters& filters,
                                                    const CallOptions& call = {}) const;
   // Joins a created (not yet started) or running container to a network, at `ipv4` if given.
-  Status ConnectNetwork(std::string_view network, std::string_view container,
-                        std::string_view ipv4, const CallOptions& call = {}) const;
+  Status ConnectNetwork(std::string_view network, std::string_view container, std::string_view ipv4,
+                        const CallOptions& call = {}) const;
 
   // -- archives --
   // A tar of `path` (a file or a directory) plus its stat; works on stopped containers.

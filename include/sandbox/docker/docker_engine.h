@@ -70,8 +70,8 @@ class DockerEngine final : public engine::ContainerEngine {
 
   Status CreateNetwork(const engine::NetworkSpec& spec, engine::Deadline deadline) const override;
   Status RemoveNetwork(const std::string& name, engine::Deadline deadline) const override;
-  Result<std::vector<engine::ListedNetwork>> ListNetworks(
-      const engine::Labels& all_of, engine::Deadline deadline) const override;
+  Result<std::vector<engine::ListedNetwork>> ListNetworks(const engine::Labels& all_of,
+                                                          engine::Deadline deadline) const override;
   // Created on its first network, joined to the others before it starts.
   Result<engine::Launched> LaunchService(const engine::ServiceSpec& spec,
                                          engine::Deadline deadline) const override;

@@ -34,7 +34,7 @@ namespace sandbox::service {
 
 // One connection (or refused DNS query) the proxy decided, for metrics.
 struct EgressEvent {
-  std::string pool;     // "" when the source address was not admitted
+  std::string pool;  // "" when the source address was not admitted
   std::string engine;
   std::string kind;     // "conn" or "dns"
   std::string verdict;  // "allowed" or "refused" (dns: always "refused")
@@ -56,7 +56,7 @@ struct EgressOptions {
   config::EgressConfig config;
   std::string instance_id;
   engine::Labels labels;  // every network and proxy gets these too (the owner label)
-  std::chrono::milliseconds ready_timeout{30000};  // proxy started -> `ready`
+  std::chrono::milliseconds ready_timeout{30000};    // proxy started -> `ready`
   std::function<void(const EgressEvent&)> on_event;  // from a gateway's reader thread
   std::shared_ptr<spdlog::logger> audit;             // null: no audit lines
 };
