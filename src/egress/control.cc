@@ -14,6 +14,19 @@ namespace {
 
 Error Bad(std::string message) { return Error(ErrorCode::kInvalidArgument, std::move(message)); }
 
+// The line as JSON, within the control limits. A syntax error's message loses nlohmann's "last
+// read: '...'" excerpt: the line may carry a credential, and no answer ever quotes it.
+Result<nlohmann::json> ParseControlJson(std::string_view line) {
+  if (line.size() > kMaxControlLine) return Bad("a control line longer than 1 MiB");
+  auto parsed = ParseJson(line, JsonParseOptions{.max_depth = kMaxControlDepth});
+  if (parsed.ok()) return parsed;
+  std::string message = parsed.error().message();
+  if (const auto excerpt = message.find("; last read"); excerpt != std::string::npos) {
+    message.erase(excerpt);
+  }
+  return Error(parsed.error().code(), std::move(message));
+}
+
 Result<config::IpAddress> AddressField(const nlohmann::json& line) {
   auto it = line.find("addr");
   if (it == line.end() || !it->is_string()) return Bad("\"addr\" must be an IP address string");
@@ -66,8 +79,7 @@ Result<config::NetworkPolicy> PolicyField(const nlohmann::json& line) {
 }  // namespace
 
 Result<ControlOp> ParseControlLine(std::string_view line) {
-  if (line.size() > kMaxControlLine) return Bad("a control line longer than 1 MiB");
-  auto parsed = ParseJson(line);
+  auto parsed = ParseControlJson(line);
   if (!parsed.ok()) return parsed.error();
   const nlohmann::json& json = *parsed;
   if (!json.is_object()) return Bad("a control line must be a JSON object");
@@ -95,10 +107,8 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
 nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
   nlohmann::json answer;
   // The id is echoed even when the rest is refused, so the server can match the answer.
-  if (line.size() <= kMaxControlLine) {
-    if (auto json = ParseJson(line); json.ok() && json->is_object() && json->contains("id")) {
-      answer["id"] = (*json)["id"];
-    }
+  if (auto json = ParseControlJson(line); json.ok() && json->is_object() && json->contains("id")) {
+    answer["id"] = (*json)["id"];
   }
   auto op = ParseControlLine(line);
   if (!op.ok()) {
@@ -147,8 +157,10 @@ void RunControl(int fd, PolicyTable& table, EventSink& events) {
       events.Emit(ApplyControlLine(table, line));
     }
     pending.erase(0, start);
-    if (pending.size() > kMaxControlLine) {
-      events.Emit({{"ev", "error"}, {"error", "control: a line longer than 1 MiB was skipped"}});
+    if (pending.size() > kMaxControlLine) {  // and no end in sight: drop it as it arrives
+      if (!skipping) {
+        events.Emit({{"ev", "error"}, {"error", "control: a line longer than 1 MiB was skipped"}});
+      }
       pending.clear();
       skipping = true;
     }

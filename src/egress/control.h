@@ -31,8 +31,11 @@ struct ControlRemove {
 struct ControlClear {};
 using ControlOp = std::variant<ControlSet, ControlRemove, ControlClear>;
 
-// A control line is at most this long (a policy of a few hundred entries fits many times).
+// A control line is at most this long (a policy of a few hundred entries fits many times, and
+// so does a PEM bundle of every public CA, about 220 KB), and nested at most this deep (a
+// line needs 3 levels; sandbox::ParseJson refuses deeper input before building anything).
 inline constexpr std::size_t kMaxControlLine = std::size_t{1} << 20;
+inline constexpr int kMaxControlDepth = 8;
 
 // Parses one line; the error says what is wrong with it.
 Result<ControlOp> ParseControlLine(std::string_view line);

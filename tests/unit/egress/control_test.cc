@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "egress/event_sink.h"
@@ -87,6 +88,67 @@ TEST(ControlTest, RefusesMalformedLinesSayingWhy) {
     EXPECT_NE(op.error().message().find(c.says), std::string::npos)
         << c.line << " -> " << op.error().message();
   }
+}
+
+TEST(ControlTest, ALineNestedTooDeepIsRefusedBeforeItIsParsed) {
+  std::string deep = R"({"op":"clear","x":)";
+  for (int i = 0; i < 10'000; ++i) deep += "[";
+  PolicyTable table;
+  const auto answer = ApplyControlLine(table, deep);
+  EXPECT_EQ(answer["ev"], "error");
+  const std::string error = answer["error"];
+  EXPECT_NE(error.find("nested deeper than 8 levels"), std::string::npos) << error;
+  // Within the limit, the same op applies.
+  EXPECT_EQ(ApplyControlLine(table, R"({"op":"clear","x":[[[[[[1]]]]]]})")["ev"], "applied");
+}
+
+TEST(ControlTest, AMalformedLineIsNeverQuotedInItsAnswer) {
+  PolicyTable table;
+  for (const char* line : {R"({"op":"set","value":"Bearer sk-live-0123456789)",
+                           R"({"op":"set","value":"Bearer sk-live-0123456789" x})",
+                           "{\"value\":\"Bearer sk-live-0123456789\n\"}"}) {
+    const auto answer = ApplyControlLine(table, line);
+    EXPECT_EQ(answer["ev"], "error");
+    const std::string error = answer["error"];
+    EXPECT_NE(error.find("invalid JSON"), std::string::npos) << error;
+    EXPECT_EQ(answer.dump().find("0123456789"), std::string::npos) << answer.dump();
+  }
+}
+
+TEST(ControlTest, RunControlSkipsALineLongerThanTheLimitAndGoesOn) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  PolicyTable table;
+  {
+    EventSink events([&](std::string_view line) {
+      const std::lock_guard lock(mutex);
+      lines.emplace_back(line);
+      return true;
+    });
+    // One line of 3 MiB (one error, however many reads it takes), then a good one.
+    const std::string input = R"({"op":"clear","pad":")" + std::string(3 * kMaxControlLine, 'x') +
+                              "\"}\n" + kSetData + "\n";
+    std::thread writer([&] {
+      std::string_view rest = input;
+      while (!rest.empty()) {
+        const ssize_t n = ::write(fds[1], rest.data(), rest.size());
+        if (n <= 0) break;
+        rest.remove_prefix(static_cast<std::size_t>(n));
+      }
+      ::close(fds[1]);
+    });
+    RunControl(fds[0], table, events);
+    writer.join();
+    ::close(fds[0]);
+    events.Flush();
+  }
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_NE(lines[0].find("longer than 1 MiB"), std::string::npos) << lines[0].substr(0, 200);
+  EXPECT_LT(lines[0].size(), 200U);
+  EXPECT_NE(lines[1].find("\"applied\""), std::string::npos) << lines[1];
+  EXPECT_EQ(table.size(), 1U);
 }
 
 TEST(ControlTest, RemoveAndClear) {
