@@ -3,10 +3,15 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <memory>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
+#include "probe.h"
 #include "sandbox/core/json.h"
 
 namespace sandbox::egress {
@@ -33,6 +38,13 @@ Result<config::IpAddress> AddressField(const nlohmann::json& line) {
   auto address = config::ParseIpAddress(it->get<std::string>());
   if (!address.ok()) return Bad("\"addr\": " + address.error().message());
   return *address;
+}
+
+Result<std::uint16_t> PortField(const nlohmann::json& line) {
+  auto it = line.find("port");
+  const auto port = it == line.end() ? std::nullopt : JsonInteger(*it);
+  if (!port || *port < 1 || *port > 65535) return Bad("\"port\" must be a port number (1-65535)");
+  return static_cast<std::uint16_t>(*port);
 }
 
 Result<std::vector<config::NetworkRule>> Rules(const nlohmann::json& policy, const char* name) {
@@ -92,7 +104,14 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
     if (!address.ok()) return address.error();
     return ControlOp{ControlRemove{*address}};
   }
-  if (name != "set") return Bad("unknown \"op\" (set, remove or clear)");
+  if (name == "probe") {
+    auto address = AddressField(json);
+    if (!address.ok()) return address.error();
+    auto port = PortField(json);
+    if (!port.ok()) return port.error();
+    return ControlOp{ControlProbe{*address, *port}};
+  }
+  if (name != "set") return Bad("unknown \"op\" (set, remove, clear or probe)");
   auto address = AddressField(json);
   if (!address.ok()) return address.error();
   auto pool = json.find("pool");
@@ -104,18 +123,79 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
   return ControlOp{ControlSet{*address, PoolPolicy{pool->get<std::string>(), std::move(*policy)}}};
 }
 
-nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
-  nlohmann::json answer;
-  // The id is echoed even when the rest is refused, so the server can match the answer.
+namespace {
+
+nlohmann::json ProbeAnswer(const ControlProbe& probe, nlohmann::json answer) {
+  const int error = ProbeTcp(probe.addr, probe.port);
+  answer["ev"] = "probe";
+  answer["addr"] = probe.addr.ToString();
+  answer["port"] = probe.port;
+  answer["errno"] = error;
+  answer["error"] = ErrnoText(error);
+  return answer;
+}
+
+// The answer's start: the id, echoed even when the rest is refused, so the server can match it.
+nlohmann::json AnswerFor(std::string_view line) {
+  nlohmann::json answer = nlohmann::json::object();
   if (auto json = ParseControlJson(line); json.ok() && json->is_object() && json->contains("id")) {
     answer["id"] = (*json)["id"];
   }
-  auto op = ParseControlLine(line);
-  if (!op.ok()) {
-    answer["ev"] = "error";
-    answer["error"] = "control: " + op.error().message();
-    return answer;
+  return answer;
+}
+
+nlohmann::json Refused(nlohmann::json answer, const Error& error) {
+  answer["ev"] = "error";
+  answer["error"] = "control: " + error.message();
+  return answer;
+}
+
+// Probes on threads of their own, each answering when it is done.
+class Probes {
+ public:
+  explicit Probes(EventSink& events) : events_(events) {}
+  ~Probes() {
+    for (auto& probe : running_) probe.thread.join();
   }
+  Probes(const Probes&) = delete;
+  Probes& operator=(const Probes&) = delete;
+
+  void Start(const ControlProbe& probe, nlohmann::json answer) {
+    std::erase_if(running_, [](Running& r) {
+      if (!r.done->load()) return false;
+      r.thread.join();
+      return true;
+    });
+    if (running_.size() >= static_cast<std::size_t>(kMaxConcurrentProbes)) {
+      events_.Emit(
+          Refused(std::move(answer), Bad("a probe while " + std::to_string(kMaxConcurrentProbes) +
+                                         " are running; retry when one is answered")));
+      return;
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread thread([this, probe, done, answer = std::move(answer)]() mutable {
+      events_.Emit(ProbeAnswer(probe, std::move(answer)));
+      done->store(true);
+    });
+    running_.push_back(Running{std::move(thread), std::move(done)});
+  }
+
+ private:
+  struct Running {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  EventSink& events_;
+  std::vector<Running> running_;
+};
+
+}  // namespace
+
+nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
+  nlohmann::json answer = AnswerFor(line);
+  auto op = ParseControlLine(line);
+  if (!op.ok()) return Refused(std::move(answer), op.error());
+  if (auto* probe = std::get_if<ControlProbe>(&*op)) return ProbeAnswer(*probe, std::move(answer));
   answer["ev"] = "applied";
   if (auto* set = std::get_if<ControlSet>(&*op)) {
     answer["op"] = "set";
@@ -135,6 +215,7 @@ nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
 }
 
 void RunControl(int fd, PolicyTable& table, EventSink& events) {
+  Probes probes(events);
   std::string pending;
   bool skipping = false;  // inside a line that was too long
   std::array<char, std::size_t{64} << 10> buf{};
@@ -154,6 +235,12 @@ void RunControl(int fd, PolicyTable& table, EventSink& events) {
       }
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+      if (auto op = ParseControlLine(line); op.ok()) {
+        if (auto* probe = std::get_if<ControlProbe>(&*op)) {
+          probes.Start(*probe, AnswerFor(line));
+          continue;
+        }
+      }
       events.Emit(ApplyControlLine(table, line));
     }
     pending.erase(0, start);

@@ -3,13 +3,17 @@
 //    "policy":{"mode":"allowlist","allow":["pypi.org"],"deny":[]}}
 //   {"op":"remove","addr":"10.213.1.5"}
 //   {"op":"clear"}
+//   {"op":"probe","addr":"10.213.0.1","port":3128}
 // An optional "id" (any JSON value) is echoed in the answer. Each line is answered with an
 // event: {"ev":"applied","op":...} or {"ev":"error","error":...} naming what was wrong (a bad
-// entry by its list and index); a refused line leaves the table as it was.
+// entry by its list and index); a refused line leaves the table as it was. A probe is answered
+// {"ev":"probe","addr":...,"port":...,"errno":N,"error":"<strerror>"} (errno 0: connected)
+// once its connect is decided, within 2 s (probe.h).
 // Thread-safety: pure functions, and RunControl on one thread.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <variant>
@@ -29,7 +33,11 @@ struct ControlRemove {
   config::IpAddress addr;
 };
 struct ControlClear {};
-using ControlOp = std::variant<ControlSet, ControlRemove, ControlClear>;
+struct ControlProbe {
+  config::IpAddress addr;
+  std::uint16_t port = 0;
+};
+using ControlOp = std::variant<ControlSet, ControlRemove, ControlClear, ControlProbe>;
 
 // A control line is at most this long (a policy of a few hundred entries fits many times, and
 // so does a PEM bundle of every public CA, about 220 KB), and nested at most this deep (a
@@ -40,12 +48,18 @@ inline constexpr int kMaxControlDepth = 8;
 // Parses one line; the error says what is wrong with it.
 Result<ControlOp> ParseControlLine(std::string_view line);
 
-// Parses and applies one line to `table`; returns the event that answers it.
+// Probes running at once in RunControl; one more is refused with an error.
+inline constexpr int kMaxConcurrentProbes = 4;
+
+// Parses and applies one line to `table`; returns the event that answers it (a probe's after
+// its connect, up to 2 s later).
 nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line);
 
 // Reads control lines from `fd` until its end (the server closed the proxy's stdin) or an
 // error, applying each and emitting its answer. A line longer than kMaxControlLine is
-// answered with an error and skipped.
+// answered with an error and skipped. Probes run on threads of their own (so a probe never
+// holds up the lines after it), at most kMaxConcurrentProbes at once; RunControl returns once
+// the running ones are answered.
 void RunControl(int fd, PolicyTable& table, EventSink& events);
 
 }  // namespace sandbox::egress

@@ -96,6 +96,8 @@ void CheckControl(std::string_view line) {
       }
     }
   }
+  // A probe connects somewhere for up to 2 s: parsed here, never run.
+  if (op.ok() && std::holds_alternative<sandbox::egress::ControlProbe>(*op)) return;
   sandbox::egress::PolicyTable table;
   const auto answer = sandbox::egress::ApplyControlLine(table, line);
   FUZZ_CHECK(answer.contains("ev"), "every line is answered");

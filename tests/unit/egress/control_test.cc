@@ -3,16 +3,21 @@
 #include "egress/control.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "egress/event_sink.h"
 #include "egress/policy_table.h"
+#include "egress/socket_address.h"
+#include "sandbox/core/unique_fd.h"
 
 namespace sandbox::egress {
 namespace {
@@ -148,6 +153,80 @@ TEST(ControlTest, RunControlSkipsALineLongerThanTheLimitAndGoesOn) {
   EXPECT_NE(lines[0].find("longer than 1 MiB"), std::string::npos) << lines[0].substr(0, 200);
   EXPECT_LT(lines[0].size(), 200U);
   EXPECT_NE(lines[1].find("\"applied\""), std::string::npos) << lines[1];
+  EXPECT_EQ(table.size(), 1U);
+}
+
+// A listening loopback port, and one that refuses (bound, never listening).
+struct ProbePorts {
+  ProbePorts() {
+    for (Fd* fd : {&listening, &closed}) {
+      *fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      const SocketAddress address = ToSocketAddress(Ip("127.0.0.1"), 0);
+      EXPECT_EQ(::bind(fd->get(), address.sockaddr_ptr(), address.length), 0);
+    }
+    EXPECT_EQ(::listen(listening.get(), 4), 0);
+  }
+  Fd listening;
+  Fd closed;
+};
+
+TEST(ControlTest, AProbeAnswersTheErrnoOfItsConnect) {
+  const ProbePorts ports;
+  PolicyTable table;
+  const auto open =
+      ApplyControlLine(table, R"({"op":"probe","addr":"127.0.0.1","id":"p1","port":)" +
+                                  std::to_string(BoundPort(ports.listening.get())) + "}");
+  EXPECT_EQ(open["ev"], "probe") << open.dump();
+  EXPECT_EQ(open["id"], "p1");
+  EXPECT_EQ(open["addr"], "127.0.0.1");
+  EXPECT_EQ(open["errno"], 0);
+  EXPECT_EQ(open["error"], "Success");
+  const auto refused =
+      ApplyControlLine(table, R"({"op":"probe","addr":"127.0.0.1","port":)" +
+                                  std::to_string(BoundPort(ports.closed.get())) + "}");
+  EXPECT_EQ(refused["errno"], ECONNREFUSED) << refused.dump();
+  EXPECT_EQ(refused["error"], "Connection refused");
+  EXPECT_EQ(table.size(), 0U);
+
+  for (const auto& [line, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"op":"probe","addr":"127.0.0.1"})", "\"port\" must be a port number"},
+           {R"({"op":"probe","addr":"127.0.0.1","port":0})", "\"port\""},
+           {R"({"op":"probe","addr":"127.0.0.1","port":"80"})", "\"port\""},
+           {R"({"op":"probe","addr":"127.0.0.1","port":65536})", "\"port\""},
+           {R"({"op":"probe","addr":"gateway","port":80})", "\"addr\""},
+       }) {
+    const auto answer = ApplyControlLine(table, line);
+    EXPECT_EQ(answer["ev"], "error") << line;
+    EXPECT_NE(answer["error"].get<std::string>().find(says), std::string::npos) << answer.dump();
+  }
+}
+
+TEST(ControlTest, RunControlAnswersAProbeWithoutHoldingUpTheLinesAfterIt) {
+  const ProbePorts ports;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::mutex mutex;
+  std::vector<nlohmann::json> lines;
+  PolicyTable table;
+  {
+    EventSink events([&](std::string_view line) {
+      const std::lock_guard lock(mutex);
+      lines.push_back(nlohmann::json::parse(line));
+      return true;
+    });
+    const std::string input = R"({"op":"probe","addr":"127.0.0.1","id":1,"port":)" +
+                              std::to_string(BoundPort(ports.closed.get())) + "}\n" + kSetData +
+                              "\n";
+    ASSERT_EQ(::write(fds[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
+    ::close(fds[1]);
+    RunControl(fds[0], table, events);  // returns once the probe is answered
+    ::close(fds[0]);
+    events.Flush();
+  }
+  ASSERT_EQ(lines.size(), 2U);
+  const auto probe = lines[0]["ev"] == "probe" ? lines[0] : lines[1];
+  EXPECT_EQ(probe["id"], 1) << probe.dump();
+  EXPECT_EQ(probe["errno"], ECONNREFUSED);
   EXPECT_EQ(table.size(), 1U);
 }
 
