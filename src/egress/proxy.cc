@@ -32,6 +32,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunk = std::size_t{16} << 10;
 constexpr std::size_t kMaxResponseHead = std::size_t{64} << 10;
+// Addresses of one name tried before the connection is given up (getaddrinfo may list dozens).
+constexpr std::size_t kMaxConnectAttempts = 8;
 constexpr auto kSweepInterval = std::chrono::milliseconds(100);
 constexpr char kEstablished[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -95,6 +97,12 @@ struct Conn {
   std::string host;  // the target: a normalized name or an address
   std::uint16_t port = 0;
   std::shared_ptr<const PoolPolicy> policy;
+  // The allowed addresses of the target, tried in order until one connects.
+  std::vector<config::IpAddress> candidates;
+  std::size_t next_candidate = 0;
+  std::string connect_failures;        // "203.0.113.10: Connection refused; ..."
+  Clock::time_point connect_deadline;  // for every attempt together
+  Clock::time_point attempt_deadline;  // for the one in progress
   Buffer to_up;
   Buffer to_client;
   std::int64_t body_left = 0;  // plain HTTP: request body bytes not yet read from the client
@@ -186,7 +194,10 @@ class Proxy::Impl {
   std::size_t PreRelayBudget(const Conn& c) const;
   void Decide(Conn& c, Clock::time_point now);
   void Resolved(Lookup lookup, Clock::time_point now);
-  void Connect(Conn& c, const config::IpAddress& address, Clock::time_point now);
+  void StartConnecting(Conn& c, std::vector<config::IpAddress> candidates, Clock::time_point now);
+  void ConnectNext(Conn& c, Clock::time_point now);
+  bool Connect(Conn& c, const config::IpAddress& address, Clock::time_point now);
+  void ConnectFailed(Conn& c, const std::string& why, Clock::time_point now);
   void Connected(Conn& c, Clock::time_point now);
   void CheckHello(Conn& c, Clock::time_point now);
   void RefuseHello(Conn& c, std::string reason, Clock::time_point now);
@@ -482,7 +493,7 @@ void Proxy::Impl::Decide(Conn& c, Clock::time_point now) {
   if (auto address = config::ParseIpAddress(c.host); address.ok()) {
     c.ip_target = true;
     c.host = address->ToString();
-    Connect(c, *address, now);
+    StartConnecting(c, {*address}, now);
     return;
   }
   auto name = config::NormalizeHostName(c.host);
@@ -516,35 +527,62 @@ void Proxy::Impl::Resolved(Lookup lookup, Clock::time_point now) {
     return;
   }
   std::string first_refusal;
+  std::vector<config::IpAddress> allowed;
   for (const config::IpAddress& address : *lookup.addresses) {
     const auto decision = config::DecideAddress(c.policy->policy, address, c.port, true);
     if (decision.allowed) {
-      Connect(c, address, now);
-      if (!c.dead) UpdateInterest(c);
-      return;
+      if (allowed.size() < kMaxConnectAttempts) allowed.push_back(address);
+    } else if (first_refusal.empty()) {
+      first_refusal = decision.reason;
     }
-    if (first_refusal.empty()) first_refusal = decision.reason;
   }
-  Refuse(c, 403, PolicyRefusal(c.policy->pool, first_refusal), first_refusal, now);
+  if (allowed.empty()) {
+    Refuse(c, 403, PolicyRefusal(c.policy->pool, first_refusal), first_refusal, now);
+  } else {
+    StartConnecting(c, std::move(allowed), now);
+  }
   if (!c.dead) UpdateInterest(c);
 }
 
-void Proxy::Impl::Connect(Conn& c, const config::IpAddress& address, Clock::time_point now) {
+void Proxy::Impl::StartConnecting(Conn& c, std::vector<config::IpAddress> candidates,
+                                  Clock::time_point now) {
+  c.candidates = std::move(candidates);
+  c.next_candidate = 0;
+  c.connect_deadline = now + options_.connect_timeout;
+  ConnectNext(c, now);
+}
+
+// Tries the next candidate address: each attempt gets an equal share of what is left of the
+// connect timeout, so one silent address does not use up the time of the others.
+void Proxy::Impl::ConnectNext(Conn& c, Clock::time_point now) {
+  while (c.next_candidate < c.candidates.size()) {
+    const config::IpAddress address = c.candidates[c.next_candidate++];
+    const auto left = c.candidates.size() - c.next_candidate + 1;
+    c.attempt_deadline = now + (c.connect_deadline - now) / static_cast<int>(left);
+    if (Connect(c, address, now)) return;
+  }
+  Fail(c, 502, "cannot connect to " + Target(c) + " (" + c.connect_failures + ")", now);
+}
+
+void Proxy::Impl::ConnectFailed(Conn& c, const std::string& why, Clock::time_point now) {
+  CloseUpstream(c);
+  if (!c.connect_failures.empty()) c.connect_failures += "; ";
+  c.connect_failures += c.upstream_address + ": " + why;
+  ConnectNext(c, now);
+}
+
+// False (the failure noted) when the connect failed at once.
+bool Proxy::Impl::Connect(Conn& c, const config::IpAddress& address, Clock::time_point now) {
   c.upstream_address = address.ToString();
   const SocketAddress to = upstream_->Route(address, c.port);
   Fd up(::socket(to.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!up.valid()) {
-    Fail(c, 502, "cannot open a socket to " + Target(c) + ": " + ErrnoText(errno), now);
-    return;
-  }
   const int one = 1;
-  ::setsockopt(up.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  const int rc = ::connect(up.get(), to.sockaddr_ptr(), to.length);
-  if (rc != 0 && errno != EINPROGRESS) {
-    Fail(c, 502,
-         "cannot connect to " + Target(c) + " (" + c.upstream_address + "): " + ErrnoText(errno),
-         now);
-    return;
+  if (up.valid()) ::setsockopt(up.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (!up.valid() ||
+      (::connect(up.get(), to.sockaddr_ptr(), to.length) != 0 && errno != EINPROGRESS)) {
+    if (!c.connect_failures.empty()) c.connect_failures += "; ";
+    c.connect_failures += c.upstream_address + ": " + ErrnoText(errno);
+    return false;
   }
   c.up = std::move(up);
   c.state = Conn::State::kConnecting;
@@ -554,6 +592,7 @@ void Proxy::Impl::Connect(Conn& c, const config::IpAddress& address, Clock::time
   ev.data.ptr = &c.up_end;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.up.get(), &ev);
   c.up_mask = ev.events;
+  return true;
 }
 
 void Proxy::Impl::OnUpstream(Conn& c, std::uint32_t events, Clock::time_point now) {
@@ -564,9 +603,7 @@ void Proxy::Impl::OnUpstream(Conn& c, std::uint32_t events, Clock::time_point no
     ::getsockopt(c.up.get(), SOL_SOCKET, SO_ERROR, &error, &len);
     if (error == 0 && (events & (EPOLLERR | EPOLLHUP)) != 0) error = ECONNREFUSED;
     if (error != 0) {
-      Fail(c, 502,
-           "cannot connect to " + Target(c) + " (" + c.upstream_address + "): " + ErrnoText(error),
-           now);
+      ConnectFailed(c, ErrnoText(error), now);
       return;
     }
     Connected(c, now);
@@ -924,11 +961,21 @@ void Proxy::Impl::Sweep(Clock::time_point now) {
         }
         break;
       case Conn::State::kResolving:
-      case Conn::State::kConnecting:
         if (now - c->since > options_.connect_timeout) {
           Fail(*c, 504,
                "could not reach " + Target(*c) + " within " +
                    std::to_string(Seconds(options_.connect_timeout)) + " s",
+               now);
+        }
+        break;
+      case Conn::State::kConnecting:
+        if (now > c->attempt_deadline && c->next_candidate < c->candidates.size()) {
+          ConnectFailed(*c, "no answer in time", now);  // the next address gets its turn
+        } else if (now > c->attempt_deadline) {
+          Fail(*c, 504,
+               "could not reach " + Target(*c) + " within " +
+                   std::to_string(Seconds(options_.connect_timeout)) + " s" +
+                   (c->connect_failures.empty() ? "" : " (" + c->connect_failures + ")"),
                now);
         }
         break;

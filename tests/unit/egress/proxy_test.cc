@@ -35,19 +35,33 @@ using namespace std::chrono_literals;
 
 config::IpAddress Ip(const char* text) { return *config::ParseIpAddress(text); }
 
-// Every allowed address leads to the test server; names resolve as the test says.
+// Routes of addresses that lead elsewhere than the test server (a port that refuses).
+struct RouteOverrides {
+  std::mutex mutex;
+  std::map<std::string, int> ports;  // by IpAddress::ToString
+};
+
+// Every allowed address leads to the test server unless overridden; names resolve as the test
+// says.
 class FakeUpstream final : public Upstream {
  public:
   FakeUpstream(std::atomic<int>& port, std::map<std::string, std::vector<config::IpAddress>> names,
-               std::atomic<int>& lookups)
-      : port_(port), names_(std::move(names)), lookups_(lookups) {}
+               std::atomic<int>& lookups, RouteOverrides& overrides)
+      : port_(port), names_(std::move(names)), lookups_(lookups), overrides_(overrides) {}
   Result<std::vector<config::IpAddress>> Resolve(const std::string& host) override {
     lookups_.fetch_add(1);
     auto it = names_.find(host);
     if (it == names_.end()) return Error(ErrorCode::kUnavailable, "Name or service not known");
     return it->second;
   }
-  SocketAddress Route(const config::IpAddress& /*address*/, std::uint16_t /*port*/) override {
+  SocketAddress Route(const config::IpAddress& address, std::uint16_t /*port*/) override {
+    {
+      const std::lock_guard lock(overrides_.mutex);
+      auto it = overrides_.ports.find(address.ToString());
+      if (it != overrides_.ports.end()) {
+        return ToSocketAddress(Ip("127.0.0.1"), static_cast<std::uint16_t>(it->second));
+      }
+    }
     return ToSocketAddress(Ip("127.0.0.1"), static_cast<std::uint16_t>(port_.load()));
   }
 
@@ -55,6 +69,20 @@ class FakeUpstream final : public Upstream {
   std::atomic<int>& port_;
   std::map<std::string, std::vector<config::IpAddress>> names_;
   std::atomic<int>& lookups_;
+  RouteOverrides& overrides_;
+};
+
+// A loopback port that refuses connections (bound, never listening), while it lives.
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    const SocketAddress address = ToSocketAddress(Ip("127.0.0.1"), 0);
+    EXPECT_EQ(::bind(fd_.get(), address.sockaddr_ptr(), address.length), 0);
+  }
+  int port() const { return BoundPort(fd_.get()); }
+
+ private:
+  Fd fd_;
 };
 
 void SetTimeouts(int fd) {
@@ -176,9 +204,11 @@ class ProxyTest : public ::testing::Test {
         {"pypi.org", {Ip("203.0.113.10")}},
         {"files.pythonhosted.org", {Ip("203.0.113.11")}},
         {"internal.example.com", {Ip("10.1.2.3"), Ip("192.168.0.1")}},
+        {"multi.example", {Ip("203.0.113.20"), Ip("10.1.2.3"), Ip("203.0.113.21")}},
     };
-    auto proxy = Proxy::Listen("127.0.0.1", 0, options_, table_, *events_,
-                               std::make_unique<FakeUpstream>(route_port_, names, lookups_));
+    auto proxy =
+        Proxy::Listen("127.0.0.1", 0, options_, table_, *events_,
+                      std::make_unique<FakeUpstream>(route_port_, names, lookups_, overrides_));
     ASSERT_TRUE(proxy.ok()) << proxy.error().message();
     proxy_ = std::move(*proxy);
     thread_ = std::thread([this] { proxy_->Run(); });
@@ -282,6 +312,7 @@ class ProxyTest : public ::testing::Test {
   PolicyTable table_;
   std::atomic<int> lookups_{0};
   std::atomic<int> route_port_{0};
+  RouteOverrides overrides_;
   std::unique_ptr<TestServer> server_;
   std::unique_ptr<EventSink> events_;
   std::unique_ptr<Proxy> proxy_;
@@ -485,8 +516,35 @@ TEST_F(ProxyTest, AFailedResolutionOrConnectionIs502NamingTheTarget) {
   SetPolicy("127.0.0.1", "data", kPypiPolicy);
   const std::string refused = Exchange("CONNECT pypi.org:443 HTTP/1.1\r\n\r\n");
   EXPECT_TRUE(refused.starts_with("HTTP/1.1 502 Bad Gateway\r\n")) << refused;
-  EXPECT_NE(refused.find("cannot connect to pypi.org:443 (203.0.113.10)"), std::string::npos)
+  EXPECT_NE(refused.find("cannot connect to pypi.org:443 (203.0.113.10: Connection refused)"),
+            std::string::npos)
       << refused;
+}
+
+TEST_F(ProxyTest, AFailedConnectTriesTheNextAllowedAddressOfTheName) {
+  const RefusingPort refusing;
+  {
+    const std::lock_guard lock(overrides_.mutex);
+    overrides_.ports["203.0.113.20"] = refusing.port();
+  }
+  SetPolicy("127.0.0.1", "data", R"({"mode":"allowlist","allow":["multi.example:443"]})");
+  const std::string hello = ClientHello("multi.example");
+  EXPECT_EQ(Exchange("CONNECT multi.example:443 HTTP/1.1\r\n\r\n" + hello), kEstablished + hello);
+  auto event = LastConnEvent();
+  EXPECT_EQ(event["verdict"], "allowed") << event.dump();
+  EXPECT_EQ(event["upstream"], "203.0.113.21");  // the private 10.1.2.3 was never tried
+
+  {
+    const std::lock_guard lock(overrides_.mutex);
+    overrides_.ports["203.0.113.21"] = refusing.port();
+  }
+  const std::string refused = Exchange("CONNECT multi.example:443 HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 502 Bad Gateway\r\n")) << refused;
+  EXPECT_NE(refused.find("cannot connect to multi.example:443 (203.0.113.20: Connection refused; "
+                         "203.0.113.21: Connection refused)"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(server_->accepted(), 1);
 }
 
 }  // namespace
