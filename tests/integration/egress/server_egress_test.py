@@ -91,7 +91,7 @@ class EgressServerTest(unittest.TestCase):
         config = {
             "instance_id": INSTANCE,
             "sessions": {"warm": 0},
-            "egress": {"upstream_network": cls.net, "require_host_firewall": False},
+            "egress": {"upstream_network": cls.net},
             "pools": [
                 {"name": "default", "min_idle": 0, "max_total": 2},
                 {"name": "net", "min_idle": 1, "max_total": 3, "network": {
