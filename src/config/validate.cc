@@ -174,7 +174,7 @@ Status CheckPoolNetwork(const PoolConfig& p, const std::string& path) {
     if (!https && !n.pip_index_url.starts_with("http://")) {
       return Invalid(path + ".pip_index_url", "expected an http:// or https:// URL");
     }
-    std::string_view rest = std::string_view(n.pip_index_url).substr(https ? 8 : 7);
+    std::string_view rest = std::string_view{n.pip_index_url}.substr(https ? 8 : 7);
     rest = rest.substr(0, rest.find_first_of("/?#"));
     std::uint16_t port = https ? 443 : 80;
     std::string_view host = rest;

@@ -395,7 +395,7 @@ class EgressGateway final : public runner::EgressLink {
       buffer += (*chunk)->data;
       std::size_t start = 0;
       for (auto end = buffer.find('\n'); end != std::string::npos; end = buffer.find('\n', start)) {
-        OnLine(std::string_view(buffer).substr(start, end - start));
+        OnLine(std::string_view{buffer}.substr(start, end - start));
         start = end + 1;
       }
       buffer.erase(0, start);
