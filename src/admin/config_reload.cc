@@ -13,6 +13,8 @@ config::PoolConfig WithTunablesOf(config::PoolConfig pool, const config::PoolCon
   pool.max_concurrent_starts = from.max_concurrent_starts;
   pool.limits = from.limits;
   pool.autoscale = from.autoscale;
+  // The entries change live; turning the network on or off does not.
+  if (pool.network.mode == from.network.mode) pool.network = from.network;
   return pool;
 }
 
@@ -64,7 +66,8 @@ std::vector<std::string> RestartOnlyChanges(const config::Config& running,
     same_engines.engines = was->engines;
     if (!(WithTunablesOf(same_engines, *was) == *was)) {
       out.push_back("pools[" + pool.name +
-                    "] (other than min_idle, max_total, max_concurrent_starts, limits, autoscale)");
+                    "] (other than min_idle, max_total, max_concurrent_starts, limits, autoscale, "
+                    "network entries)");
     }
   }
   for (const auto& pool : running.pools) {

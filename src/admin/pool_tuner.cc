@@ -36,6 +36,16 @@ Error Reworded(const Error& error, const std::string& pool) {
   return Error(error.code(), "pool '" + pool + "': " + message);
 }
 
+// A pool's network policy as the admin API shows it: the entries as written.
+json NetworkJson(const config::NetworkPolicy& network) {
+  json allow = json::array();
+  json deny = json::array();
+  for (const auto& rule : network.allow) allow.push_back(rule.text);
+  for (const auto& rule : network.deny) deny.push_back(rule.text);
+  const bool none = network.mode == config::NetworkPolicy::Mode::kNone;
+  return {{"mode", none ? "none" : "allowlist"}, {"allow", allow}, {"deny", deny}};
+}
+
 Error UnknownPool(const std::string& pool) {
   return Error(ErrorCode::kNotFound, "no pool named '" + pool + "'");
 }
@@ -50,6 +60,7 @@ config::PoolConfig AsConfig(const service::PoolSettings& s) {
   pc.autoscale = s.autoscale;
   pc.limits = s.limits;
   pc.max_limits = s.max_limits;
+  pc.network = s.network;
   return pc;
 }
 
@@ -132,6 +143,7 @@ Result<json> PoolTuner::Describe(const std::string& pool) const {
               {"autoscale", autoscale},
               {"limits", LimitsJson(settings->limits)},
               {"max_limits", LimitsJson(settings->max_limits)},
+              {"network", NetworkJson(settings->network)},
               {"sandboxes",
                {{"idle", st.idle},
                 {"leased", st.leased},
@@ -149,16 +161,16 @@ Result<json> PoolTuner::Patch(const std::string& pool, const json& change, const
   if (change.empty()) {
     return Error(ErrorCode::kInvalidArgument,
                  "nothing to change: send any of min_idle, max_total, max_concurrent_starts, "
-                 "limits, autoscale");
+                 "limits, autoscale, network");
   }
   for (const auto& item : change.items()) {
     static const std::vector<std::string> kKeys = {"min_idle", "max_total", "max_concurrent_starts",
-                                                   "limits", "autoscale"};
+                                                   "limits",   "autoscale", "network"};
     if (std::find(kKeys.begin(), kKeys.end(), item.key()) == kKeys.end()) {
       return Error(ErrorCode::kInvalidArgument,
                    item.key() +
                        ": not a tunable setting (min_idle, max_total, max_concurrent_starts, "
-                       "limits, autoscale; anything else needs a restart)");
+                       "limits, autoscale, network; anything else needs a restart)");
     }
   }
   std::lock_guard lock(change_mu_);
@@ -181,6 +193,11 @@ Result<json> PoolTuner::Patch(const std::string& pool, const json& change, const
   }
   if (auto it = change.find("autoscale"); it != change.end()) {
     if (auto status = config::ApplyAutoscaleJson(*it, "autoscale", next.autoscale); !status.ok()) {
+      return Reworded(status.error(), pool);
+    }
+  }
+  if (auto it = change.find("network"); it != change.end()) {
+    if (auto status = config::ApplyNetworkJson(*it, "network", next.network); !status.ok()) {
       return Reworded(status.error(), pool);
     }
   }
@@ -207,6 +224,8 @@ Status PoolTuner::ApplyConfigured(const config::PoolConfig& configured, const st
   next.sizes = {configured.min_idle, configured.max_total, configured.max_concurrent_starts};
   next.autoscale = configured.autoscale;
   next.limits = configured.limits;
+  // A mode change waits for a restart (RestartOnlyChanges says so); new entries apply now.
+  if (configured.network.mode == before->network.mode) next.network = configured.network;
   return Change(*before, next, who, ChangeSource::kReload);
 }
 
@@ -218,6 +237,17 @@ Status PoolTuner::Change(const service::PoolSettings& before, const service::Poo
     return Reworded(status.error(), pool);
   }
   if (auto status = config::ValidatePoolLimits(pc.limits, pc.max_limits, "pool"); !status.ok()) {
+    return Reworded(status.error(), pool);
+  }
+  if (next.network.mode != before.network.mode) {
+    // Its sandboxes would need another network: one with a policy sits on an internal network
+    // behind its proxy, one without has none at all.
+    return Error(ErrorCode::kConflict,
+                 "pool '" + pool +
+                     "': network.mode: turning a pool's network on or off needs a "
+                     "restart; entries change live");
+  }
+  if (auto status = config::ValidatePoolNetwork(pc, "pool.network"); !status.ok()) {
     return Reworded(status.error(), pool);
   }
   // A reload passed the same check on the whole file (Validate); checked here pool by pool, a
@@ -255,6 +285,10 @@ Status PoolTuner::Change(const service::PoolSettings& before, const service::Poo
   if (!(before.autoscale == next.autoscale)) {
     record("autoscale", AutoscaleJson(before.autoscale).dump(),
            AutoscaleJson(next.autoscale).dump());
+  }
+  if (!(before.network == next.network)) {
+    record("network", config::DescribeNetworkPolicy(before.network),
+           config::DescribeNetworkPolicy(next.network));
   }
   return OkStatus();
 }

@@ -78,9 +78,14 @@ std::optional<ApiError> ParseSessionCreateRequest(const json& body,
       if (auto refused = ReadBytes(key, value, request.limits.memory_bytes)) return refused;
     } else if (key == "output_bytes") {
       if (auto refused = ReadBytes(key, value, request.limits.output_bytes)) return refused;
+    } else if (key == "network") {
+      auto network = exec::ParseNetworkRequest(value);
+      if (!network.ok()) return Refuse("network", network.error().message());
+      request.network = std::move(*network);
     } else {
-      return Refuse(key,
-                    key + ": unknown field (expected pool, timeout_s, memory_bytes, output_bytes)");
+      return Refuse(key, key +
+                             ": unknown field (expected pool, timeout_s, memory_bytes, "
+                             "output_bytes, network)");
     }
   }
   return std::nullopt;
@@ -112,6 +117,10 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
       if (!value.is_string())
         return Refuse("pool", "pool: expected a string, got " + TypeName(value));
       request.pool = value.get<std::string>();
+    } else if (key == "network") {
+      auto network = exec::ParseNetworkRequest(value);
+      if (!network.ok()) return Refuse("network", network.error().message());
+      request.network = std::move(*network);
     } else if (key == "files") {
       if (!value.is_array()) {
         return Refuse("files",
@@ -159,7 +168,7 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
     } else {
       return Refuse(key, key +
                              ": unknown field (expected code, timeout_s, memory_bytes, "
-                             "output_bytes, files, pool, session_id)");
+                             "output_bytes, files, pool, network, session_id)");
     }
   }
   if (!body.contains("code")) return Refuse("code", "code: required (a string of Python source)");
@@ -167,6 +176,11 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
     return Refuse("memory_bytes",
                   "memory_bytes: a session's memory limit is fixed when it is created; omit it "
                   "here, or create a session with the memory you need");
+  }
+  if (!session_id.empty() && request.network) {
+    return Refuse("network",
+                  "network: a session's network is set when it is created (POST /v1/sessions); "
+                  "omit it here");
   }
   return std::nullopt;
 }

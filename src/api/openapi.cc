@@ -136,6 +136,7 @@ json Schemas() {
             {"required", {"path", "content_base64"}}}}}},
         {"pool",
          {{"type", "string"}, {"description", "a configured pool; default pool if omitted"}}},
+        {"network", exec::NetworkRequestSchema()},
         {"session_id",
          {{"type", "string"},
           {"description",
@@ -160,7 +161,8 @@ json Schemas() {
         {"output_bytes",
          {{"type", "integer"},
           {"minimum", 1},
-          {"description", "default stdout+stderr limit of each run"}}}}}};
+          {"description", "default stdout+stderr limit of each run"}}},
+        {"network", exec::NetworkRequestSchema()}}}};
   s["Session"] = exec::SessionInfoSchema();
   s["SessionList"] = {
       {"type", "object"},

@@ -339,6 +339,10 @@ Status ApplyAutoscaleJson(const json& doc, const std::string& path, AutoscaleCon
   return ApplyAutoscale(doc, path, out);
 }
 
+Status ApplyNetworkJson(const json& doc, const std::string& path, NetworkPolicy& out) {
+  return ApplyNetwork(doc, path, out);
+}
+
 Result<Config> ApplyJson(Config base, const json& doc) {
   ObjectReader r(doc, "");
   if (!doc.is_object()) return Invalid("(top level)", "expected an object");

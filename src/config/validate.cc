@@ -455,6 +455,10 @@ Status Validate(const Config& config, const HostLimits& host) {
   return CheckUpperBounds(config, host);
 }
 
+Status ValidatePoolNetwork(const PoolConfig& pool, const std::string& path) {
+  return CheckPoolNetwork(pool, path);
+}
+
 Status ValidatePoolSizes(const PoolConfig& p, const std::string& path) {
   if (p.min_idle < 0) return Invalid(path + ".min_idle", "must not be negative");
   if (p.max_total < 1) return Invalid(path + ".max_total", "must be at least 1");

@@ -26,6 +26,9 @@ Result<ParsedCall> ParseArguments(const json& args, const std::vector<PoolChoice
   std::vector<std::string_view> known = {"code",         "timeout_s", "memory_bytes",
                                          "output_bytes", "files",     "session_id"};
   if (pools.size() > 1) known.emplace_back("pool");
+  const bool networked = std::any_of(pools.begin(), pools.end(),
+                                     [](const PoolChoice& p) { return p.network != "none"; });
+  if (networked) known.emplace_back("network");
   SANDBOX_RETURN_IF_ERROR(detail::CheckArguments(args, known));
   ParsedCall call;
   exec::RunRequest& request = call.request;
@@ -68,6 +71,11 @@ Result<ParsedCall> ParseArguments(const json& args, const std::vector<PoolChoice
       if (!bytes.ok()) return Invalid(where + ".content_base64: " + bytes.error().message());
       request.files.push_back(exec::InputFile{file["path"].get<std::string>(), std::move(*bytes)});
     }
+  }
+  if (auto network = args.find("network"); network != args.end()) {
+    auto parsed = exec::ParseNetworkRequest(*network);
+    if (!parsed.ok()) return parsed.error();
+    request.network = std::move(*parsed);
   }
   if (args.contains("session_id")) {
     auto id = detail::SessionIdArgument(args);
@@ -188,6 +196,10 @@ json RunPythonTool::Definition() const {
     }
     properties["pool"] = {{"type", "string"}, {"enum", names}, {"description", about}};
   }
+  if (std::any_of(options_.pools.begin(), options_.pools.end(),
+                  [](const PoolChoice& p) { return p.network != "none"; })) {
+    properties["network"] = exec::NetworkRequestSchema();
+  }
   if (sessions_ != nullptr) {
     properties["session_id"] = {
         {"type", "string"},
@@ -229,6 +241,11 @@ Result<ParsedCall> CheckCall(const json& arguments, const std::vector<PoolChoice
           "memory_bytes: a session's memory limit is fixed when it is created; omit "
           "memory_bytes here, or create a session with the memory you need "
           "(session_create's memory_bytes)");
+    }
+    if (call->request.network) {
+      return Invalid(
+          "network: a session's network is set when it is created (session_create's network); "
+          "omit it here");
     }
   }
   return call;

@@ -51,7 +51,8 @@ json SessionCreateTool::Definition() const {
         {"output_bytes",
          {{"type", "integer"},
           {"minimum", 1},
-          {"description", "default stdout+stderr limit of each run, in bytes"}}}}},
+          {"description", "default stdout+stderr limit of each run, in bytes"}}},
+        {"network", exec::NetworkRequestSchema()}}},
       {"additionalProperties", false}};
   return {{"name", name()},
           {"title", "Create a Python session"},
@@ -67,8 +68,8 @@ json SessionCreateTool::Definition() const {
 }
 
 Result<json> SessionCreateTool::Call(const json& arguments, ToolContext& context) {
-  SANDBOX_RETURN_IF_ERROR(
-      detail::CheckArguments(arguments, {"pool", "timeout_s", "memory_bytes", "output_bytes"}));
+  SANDBOX_RETURN_IF_ERROR(detail::CheckArguments(
+      arguments, {"pool", "timeout_s", "memory_bytes", "output_bytes", "network"}));
   exec::SessionCreateRequest request;
   auto pool = detail::OptionalString(arguments, "pool");
   if (!pool.ok()) return pool.error();
@@ -82,6 +83,11 @@ Result<json> SessionCreateTool::Call(const json& arguments, ToolContext& context
   auto output = detail::OptionalPositiveInteger(arguments, "output_bytes");
   if (!output.ok()) return output.error();
   request.limits.output_bytes = *output;
+  if (auto network = arguments.find("network"); network != arguments.end()) {
+    auto parsed = exec::ParseNetworkRequest(*network);
+    if (!parsed.ok()) return parsed.error();
+    request.network = std::move(*parsed);
+  }
 
   auto info = sessions_.Create(context.principal, request);
   if (!info.ok()) {

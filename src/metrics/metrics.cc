@@ -249,7 +249,7 @@ void Metrics::RecordAdminChange(std::string_view pool, std::string_view field,
   impl_->admin_changes
       .Add({{"pool", std::string(pool)},
             {"field", Bounded(field, {"min_idle", "max_total", "max_concurrent_starts", "limits",
-                                      "autoscale", "drain"})},
+                                      "autoscale", "network", "drain"})},
             {"source", Bounded(source, {"api", "reload"})}})
       .Increment();
 }

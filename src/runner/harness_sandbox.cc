@@ -127,7 +127,7 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Start(
       return Error(ErrorCode::kEngine,
                    "the sandbox has no address on network " + input.network.name);
     }
-    auto admitted = extras.egress->Admit(address->second, setup.pool.network, deadline);
+    auto admitted = extras.egress->Admit(address->second, nullptr, deadline);
     if (!admitted.ok()) return admitted.error().WithContext("tell the egress proxy");
     sandbox->egress_ = extras.egress;
     sandbox->address_ = address->second;
@@ -153,6 +153,14 @@ Result<std::unique_ptr<HarnessSandbox>> HarnessSandbox::Adopt(
       new HarnessSandbox(engine, setup, std::move(handle), std::move(*stream), std::move(logger)));
   sandbox->prepared_ = true;  // a session harness between calls
   return sandbox;
+}
+
+Status HarnessSandbox::SetNetwork(const config::NetworkPolicy* policy) {
+  if (egress_ == nullptr || address_.empty()) return Sandbox::SetNetwork(policy);
+  auto admitted = egress_->Admit(address_, policy, engine::DeadlineAfter(kNetworkChangeTimeout));
+  // Left narrowed, the next run would get less than its pool allows: not reusable.
+  if (!admitted.ok() && policy == nullptr) broken_ = true;
+  return admitted;
 }
 
 void HarnessSandbox::Leave() {

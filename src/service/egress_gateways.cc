@@ -77,7 +77,8 @@ class EgressGateway final : public runner::EgressLink {
         pip_index_url_(pool.network.pip_index_url),
         options_(options),
         next_block_(std::move(next_block)),
-        logger_(std::move(logger)) {}
+        logger_(std::move(logger)),
+        policy_(pool.network) {}
   ~EgressGateway() override { Stop(); }
   EgressGateway(const EgressGateway&) = delete;
   EgressGateway& operator=(const EgressGateway&) = delete;
@@ -103,22 +104,37 @@ class EgressGateway final : public runner::EgressLink {
     return network;
   }
 
-  Status Admit(const std::string& address, const config::NetworkPolicy& policy,
+  Status Admit(const std::string& address, const config::NetworkPolicy* narrowed,
                Deadline deadline) override {
-    nlohmann::json line = {
-        {"op", "set"}, {"addr", address}, {"pool", pool_}, {"policy", PolicyJson(policy)}};
-    auto answer = Ask(line, deadline);
-    if (!answer.ok()) return answer.error();
-    if (Text(*answer, "ev") != "applied") {
-      return Error(ErrorCode::kInternal,
-                   "the egress proxy refused the policy: " + Text(*answer, "error"));
-    }
+    std::optional<config::NetworkPolicy> narrower;
+    if (narrowed != nullptr) narrower = *narrowed;
+    std::lock_guard order(admit_mu_);  // a live change and an admission never interleave
+    SANDBOX_RETURN_IF_ERROR(Tell(address, Effective(narrower), deadline));
     std::lock_guard lock(mu_);
-    admitted_[address] = std::move(line);
+    admitted_[address] = std::move(narrower);
     return OkStatus();
   }
 
+  // A live change of the pool's policy (admin API, SIGHUP): every admitted address follows at
+  // once, a narrowed one as its narrowing of the new policy.
+  Status SetPolicy(const config::NetworkPolicy& policy, Deadline deadline) {
+    std::lock_guard order(admit_mu_);
+    std::map<std::string, std::optional<config::NetworkPolicy>> admitted;
+    {
+      std::lock_guard lock(mu_);
+      policy_ = policy;
+      admitted = admitted_;
+    }
+    if (!Alive()) return OkStatus();  // told at the proxy's next start
+    Status last = OkStatus();
+    for (const auto& [address, narrower] : admitted) {
+      if (auto told = Tell(address, Effective(narrower), deadline); !told.ok()) last = told;
+    }
+    return last;
+  }
+
   void Forget(const std::string& address) override {
+    std::lock_guard order(admit_mu_);
     {
       std::lock_guard lock(mu_);
       admitted_.erase(address);
@@ -175,14 +191,15 @@ class EgressGateway final : public runner::EgressLink {
       return probed;
     }
     // A proxy started again knows nobody: tell it every sandbox that is still there.
-    std::map<std::string, nlohmann::json> admitted;
+    std::lock_guard order(admit_mu_);
+    std::map<std::string, std::optional<config::NetworkPolicy>> admitted;
     {
       std::lock_guard lock(mu_);
       admitted = admitted_;
     }
-    for (const auto& [address, line] : admitted) {
-      auto answer = Ask(line, deadline);
-      if (!answer.ok()) return answer.error().WithContext("tell the egress proxy again");
+    for (const auto& [address, narrower] : admitted) {
+      auto told = Tell(address, Effective(narrower), deadline);
+      if (!told.ok()) return told.error().WithContext("tell the egress proxy again");
     }
     if (logger_) {
       logger_->info("egress proxy of pool '{}' on engine {} is up: network {} ({}), proxy {}",
@@ -334,6 +351,27 @@ class EgressGateway final : public runner::EgressLink {
       logger_->warn("egress proxy {} of pool '{}' not removed: {}", proxy->id.substr(0, 12), pool_,
                     removed.error().message());
     }
+  }
+
+  // What an address with `narrower` (none: the pool's own) gets under the pool's policy now.
+  // A narrowing no longer within a changed policy falls to no network: never more than asked.
+  config::NetworkPolicy Effective(const std::optional<config::NetworkPolicy>& narrower) const {
+    std::lock_guard lock(mu_);
+    if (!narrower) return policy_;
+    if (!config::CheckNarrows(policy_, *narrower).ok()) return config::NetworkPolicy{};
+    return config::Narrowed(policy_, *narrower);
+  }
+
+  Status Tell(const std::string& address, const config::NetworkPolicy& policy, Deadline deadline) {
+    auto answer =
+        Ask({{"op", "set"}, {"addr", address}, {"pool", pool_}, {"policy", PolicyJson(policy)}},
+            deadline);
+    if (!answer.ok()) return answer.error();
+    if (Text(*answer, "ev") != "applied") {
+      return Error(ErrorCode::kInternal,
+                   "the egress proxy refused the policy: " + Text(*answer, "error"));
+    }
+    return OkStatus();
   }
 
   Status Send(const nlohmann::json& line, Deadline deadline) {
@@ -492,7 +530,10 @@ class EgressGateway final : public runner::EgressLink {
   std::string stderr_tail_;
   std::int64_t next_id_ = 0;
   std::map<std::int64_t, nlohmann::json> answers_;
-  std::map<std::string, nlohmann::json> admitted_;  // address -> its set line
+  // address -> its narrowing of the pool's policy (none: the pool's own)
+  std::map<std::string, std::optional<config::NetworkPolicy>> admitted_;
+  config::NetworkPolicy policy_;  // the pool's, as live changes leave it
+  std::mutex admit_mu_;           // admissions, removals and live changes one at a time
   std::string network_name_;
   std::string subnet_;
   std::string gateway_address_;
@@ -521,10 +562,14 @@ runner::EgressLink* EgressGateways::For(const engine::ContainerEngine& engine,
                                         const config::PoolConfig& pool) {
   if (pool.network.mode == config::NetworkPolicy::Mode::kNone) return nullptr;
   std::lock_guard lock(mu_);
+  // The first ask of a pool sets its policy; a live change (SetPolicy) is what changes it.
+  auto policy = policies_.try_emplace(pool.name, pool.network).first->second;
   auto& slot = gateways_[{engine.name(), pool.name}];
   if (!slot) {
+    config::PoolConfig now = pool;
+    now.network = policy;
     slot = std::make_unique<EgressGateway>(
-        engine, pool, options_, [this] { return NextBlock(); }, logger_);
+        engine, now, options_, [this] { return NextBlock(); }, logger_);
   }
   return slot.get();
 }
@@ -554,6 +599,34 @@ void EgressGateways::SweepLeftovers(const engine::ContainerEngine& engine) {
       }
     }
   }
+}
+
+Status EgressGateways::SetPolicy(const std::string& pool, const config::NetworkPolicy& policy) {
+  std::vector<EgressGateway*> of_pool;
+  {
+    std::lock_guard lock(mu_);
+    auto current = policies_.find(pool);
+    if (current == policies_.end()) {
+      return Error(ErrorCode::kNotFound, "pool '" + pool + "' has no network policy to change");
+    }
+    current->second = policy;
+    for (auto& [key, gateway] : gateways_) {
+      if (key.second == pool) of_pool.push_back(gateway.get());
+    }
+  }
+  Status last = OkStatus();
+  for (auto* gateway : of_pool) {
+    auto set = gateway->SetPolicy(policy, engine::DeadlineAfter(std::chrono::seconds(5)));
+    if (!set.ok()) last = set;
+  }
+  return last;
+}
+
+std::optional<config::NetworkPolicy> EgressGateways::Policy(const std::string& pool) const {
+  std::lock_guard lock(mu_);
+  auto it = policies_.find(pool);
+  if (it == policies_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<EgressStatus> EgressGateways::Statuses() const {

@@ -36,6 +36,9 @@ class PlacedSandbox final : public runner::Sandbox {
     return inner_->Run(code, files, limits, observer, cancel);
   }
   Result<runner::PingInfo> Ping() override { return inner_->Ping(); }
+  Status SetNetwork(const config::NetworkPolicy* policy) override {
+    return inner_->SetNetwork(policy);
+  }
   const std::string& container_id() const override { return inner_->container_id(); }
   const std::string& engine() const override { return inner_->engine(); }
   const std::string& session_id() const override { return inner_->session_id(); }

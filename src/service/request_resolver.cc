@@ -1,5 +1,6 @@
 #include "sandbox/service/request_resolver.h"
 
+#include <tuple>
 #include <utility>
 
 #include "sandbox/runner/result_checks.h"
@@ -57,6 +58,44 @@ Result<runner::RunLimits> RequestResolver::Resolve(const std::string& pool,
     limits.output_bytes = *o.output_bytes;
   }
   return limits;
+}
+
+Result<std::optional<config::NetworkPolicy>> RequestResolver::ResolveNetwork(
+    const std::string& pool, const std::optional<exec::NetworkRequest>& request) const {
+  if (!request) return std::optional<config::NetworkPolicy>();
+  auto found = FindPool(pool);
+  if (!found.ok()) return found.error();
+  const config::NetworkPolicy& policy = (*found)->network;
+  const bool has_network = policy.mode != config::NetworkPolicy::Mode::kNone;
+  if (request->off) {
+    // Off in a pool without a network is what it already is.
+    return has_network ? std::optional<config::NetworkPolicy>(config::NetworkPolicy{})
+                       : std::optional<config::NetworkPolicy>();
+  }
+  if (!has_network) {
+    return Invalid("network: pool \"" + (*found)->name +
+                   "\" has no network; a request can only narrow its pool's policy");
+  }
+  config::NetworkPolicy narrower;
+  narrower.mode = config::NetworkPolicy::Mode::kAllowlist;
+  for (const auto& [entries, rules, name] : {std::tuple{&request->allow, &narrower.allow, "allow"},
+                                             std::tuple{&request->deny, &narrower.deny, "deny"}}) {
+    for (std::size_t i = 0; i < entries->size(); ++i) {
+      auto rule = config::ParseNetworkRule((*entries)[i]);
+      if (!rule.ok()) {
+        return Invalid("network." + std::string(name) + "[" + std::to_string(i) +
+                       "]: " + rule.error().message());
+      }
+      rules->push_back(std::move(*rule));
+    }
+  }
+  if (narrower.allow.empty()) {
+    return Invalid("network.allow: at least one entry (\"none\" turns the network off)");
+  }
+  if (auto narrows = config::CheckNarrows(policy, narrower); !narrows.ok()) {
+    return Invalid("network: " + narrows.error().message());
+  }
+  return std::optional<config::NetworkPolicy>(config::Narrowed(policy, narrower));
 }
 
 Result<runner::RunLimits> RequestResolver::ResolveRun(const exec::RunRequest& request) const {

@@ -10,6 +10,7 @@
 
 #include "sandbox/core/json.h"
 #include "sandbox/runner/sandbox_spec.h"
+#include "sandbox/service/egress_gateways.h"
 #include "sandbox/service/pool_image.h"
 #include "sandbox/service/session_record.h"
 
@@ -455,6 +456,8 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
                                             const exec::CancelToken& cancel) {
   auto limits = resolver_.ResolveRun(request);
   if (!limits.ok()) return limits.error();
+  auto network = resolver_.ResolveNetwork(request.pool, request.network);
+  if (!network.ok()) return network.error();
   const PoolEntry* entry = FindPool(request.pool);
   for (int attempt = 1;; ++attempt) {
     auto lease = AcquireFor(*entry, request.principal, attempt > 1);
@@ -466,9 +469,25 @@ Result<exec::RunResult> SandboxService::Run(const exec::RunRequest& request,
     // The caller's token outlives this run and never drops a callback: hold the run's state.
     cancel.OnCancel([watched] { watched->cancel.Cancel(); });
     RelayObserver relay(observer, *watched);
+    if (*network) {
+      // Narrower for this run only: the code never runs with more than the request allows.
+      if (auto narrowed = sandbox->SetNetwork(&**network); !narrowed.ok()) {
+        if (!sandbox->Reusable()) lease->Discard();
+        return narrowed.error().WithContext("narrow the sandbox's network");
+      }
+    }
     watch_->Add(watched);
     auto result = sandbox->Run(request.code, request.files, *limits, relay, watched->cancel);
     watch_->Remove(watched);
+    if (*network) {
+      // Back to the pool's policy; a sandbox where that failed is not reused.
+      if (auto restored = sandbox->SetNetwork(nullptr); !restored.ok()) {
+        logger_->warn(
+            "pool '{}': sandbox {}: its pool's network policy could not be restored "
+            "({}); it is replaced",
+            entry->config->name, sandbox->Name(), restored.error().message());
+      }
+    }
     if (!sandbox->Reusable()) lease->Discard();
     const bool lost_by_watch = watched->lost && !cancel.IsCancelled();
     if (lost_by_watch) {
@@ -513,7 +532,7 @@ Result<exec::ServiceInfo> SandboxService::Info() {
                      // against the image's labels at start-up).
                      {"extra_packages", {{"debian", pc.packages}, {"pip", pc.pip_packages}}},
                      // What its code may reach (docs/network.md).
-                     {"network", config::DescribeNetworkPolicy(pc.network)},
+                     {"network", config::DescribeNetworkPolicy(NetworkOf(pc))},
                      {"idle", stats.idle},
                      {"leased", stats.leased},
                      {"starting", stats.starting},
@@ -524,7 +543,7 @@ Result<exec::ServiceInfo> SandboxService::Info() {
   info.info["engines"] = Engines();
   info.info["default_pool"] = config_.default_pool;
   if (const auto* pool = config::FindPool(config_, config_.default_pool)) {
-    info.info["network"] = config::DescribeNetworkPolicy(pool->network);
+    info.info["network"] = config::DescribeNetworkPolicy(NetworkOf(*pool));
   }
   // What is installed, probed once per image (pools sharing an image share the answer): a
   // pool built with extra packages lists them like the default pool does.
@@ -700,6 +719,7 @@ std::optional<PoolSettings> SandboxService::Settings(const std::string& pool) co
   }
   settings.limits = entry.maker->limits();
   settings.max_limits = entry.config->max_limits;
+  settings.network = NetworkOf(*entry.config);
   return settings;
 }
 
@@ -709,12 +729,26 @@ std::optional<pool::PoolStats> SandboxService::Stats(const std::string& pool) co
   return it->second.pool->stats();
 }
 
+config::NetworkPolicy SandboxService::NetworkOf(const config::PoolConfig& pool) const {
+  if (options_.egress != nullptr) {
+    if (auto live = options_.egress->Policy(pool.name)) return *live;
+  }
+  return pool.network;
+}
+
 bool SandboxService::Apply(const std::string& pool, const PoolSettings& settings) {
   auto it = pools_.find(pool);
   if (it == pools_.end()) return false;
   PoolEntry& entry = it->second;
   if (!(entry.maker->limits() == settings.limits)) entry.maker->SetLimits(settings.limits);
   entry.pool->Resize(settings.sizes);
+  if (!(settings.network == NetworkOf(*entry.config)) && options_.egress != nullptr) {
+    // The tuner checked it (same mode, valid); the proxies follow before this returns.
+    if (auto set = options_.egress->SetPolicy(pool, settings.network); !set.ok()) {
+      logger_->warn("pool '{}': the new network policy did not reach every proxy: {}", pool,
+                    set.error().message());
+    }
+  }
   const auto& a = settings.autoscale;
   const pool::AutoscaleOptions wanted{a.enabled, a.min_idle_floor, a.min_idle_ceiling, a.headroom,
                                       a.window};

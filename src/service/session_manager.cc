@@ -48,6 +48,8 @@ struct SessionManager::Session {
   std::string principal;
   std::string pool;
   runner::RunLimits limits;
+  // The session's narrowing of its pool's network policy (unset: the pool's own).
+  std::optional<config::NetworkPolicy> network;
   std::int64_t created_unix_ms = 0;
   Clock::time_point created;
 
@@ -183,8 +185,14 @@ void SessionManager::Shutdown(bool leave_sessions) {
       if (s->close_token) s->close_token->Cancel();
     }
   }
+  // A session of a pool with a network policy is not left: its proxy ends with this server and
+  // the next one would not adopt it (docs/network.md, "Sessions").
+  auto networked = [this](const Session& s) {
+    const auto* pool = config::FindPool(config_, s.pool);
+    return pool != nullptr && pool->network.mode != config::NetworkPolicy::Mode::kNone;
+  };
   for (auto& s : all) {
-    if (leave) {
+    if (leave && !networked(*s)) {
       // A cancelled call ends within about a second (the harness answers the cancel, or the
       // container is killed); then the session's container is left for the next server.
       std::unique_lock call(s->call_mu, std::defer_lock);
@@ -400,6 +408,7 @@ Status SessionManager::Attach(Session& session) {
     auto sandbox = it->second.maker->StartForSession(session.id);
     if (!sandbox.ok()) return sandbox.error().WithContext("start a container for the session");
     SANDBOX_RETURN_IF_ERROR((*sandbox)->BeginSession(session.limits, TermsOf(session)));
+    if (session.network) SANDBOX_RETURN_IF_ERROR((*sandbox)->SetNetwork(&*session.network));
     std::lock_guard state(session.state_mu);
     session.own = std::move(*sandbox);
     session.last_contact = Clock::now();
@@ -418,6 +427,8 @@ Status SessionManager::Attach(Session& session) {
       session.key = SessionKey(session.id);
     }
     last = sandbox->BeginSession(session.limits, TermsOf(session));
+    // For the session's whole life: its sandbox never returns to a pool.
+    if (last.ok() && session.network) last = sandbox->SetNetwork(&*session.network);
     if (last.ok()) {
       std::lock_guard state(session.state_mu);
       session.lease = std::move(*lease);
@@ -483,6 +494,8 @@ Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
                                                  const exec::SessionCreateRequest& request) {
   auto limits = resolver_.Resolve(request.pool, request.limits);
   if (!limits.ok()) return limits.error();
+  auto network = resolver_.ResolveNetwork(request.pool, request.network);
+  if (!network.ok()) return network.error();
   const std::string pool_name = request.pool.empty() ? config_.default_pool : request.pool;
   const auto& sc = config_.sessions;
   {
@@ -509,6 +522,7 @@ Result<exec::SessionInfo> SessionManager::Create(const std::string& principal,
   session->principal = principal;  // the id comes with its container (Attach)
   session->pool = pool_name;
   session->limits = *limits;
+  session->network = *network;
   session->created = session->last_used = Clock::now();
   session->created_unix_ms = UnixMsNow();
   auto attached = Attach(*session);

@@ -349,6 +349,8 @@ Status ApplyLimitsJson(const nlohmann::json& doc, const std::string& path, Limit
 // Limits as the configuration file spells them (every field), for answers that show them.
 nlohmann::json LimitsJson(const Limits& limits);
 Status ApplyAutoscaleJson(const nlohmann::json& doc, const std::string& path, AutoscaleConfig& out);
+// The same for a pool's `network` object (the whole policy is replaced).
+Status ApplyNetworkJson(const nlohmann::json& doc, const std::string& path, NetworkPolicy& out);
 
 // Builds the configuration from argv and the environment (SANDBOX_MCP_TOKEN), reading
 // --config FILE when given. Does not validate; call Validate() next.
@@ -384,6 +386,8 @@ Status Validate(const Config& config, const HostLimits& host = {});
 // errors ("pools[0]").
 Status ValidatePoolSizes(const PoolConfig& pool, const std::string& path);
 Status ValidatePoolLimits(const Limits& limits, const Limits& max_limits, const std::string& path);
+// A pool's network policy with what it carries: the index and credentials must be allowed.
+Status ValidatePoolNetwork(const PoolConfig& pool, const std::string& path);
 Status ValidateAutoscale(const AutoscaleConfig& autoscale, int max_total, const std::string& path);
 
 // True for 127.0.0.0/8 as a dotted quad, ::1 (bracketed or not) and "localhost".

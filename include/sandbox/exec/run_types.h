@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sandbox/core/result.h"
 #include "sandbox/exec/run_schema.h"
 
 namespace sandbox::exec {
@@ -34,11 +36,27 @@ struct LimitOverrides {
   std::optional<std::int64_t> output_bytes;
 };
 
+// A request's narrowing of its pool's network policy (docs/network.md): off, or only these of the
+// pool's entries (each within one of the pool's), plus entries to deny. The service checks it
+// against the pool; a request can never widen what the pool allows.
+struct NetworkRequest {
+  bool off = false;
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+};
+
+// `network` as a request spells it: "none", or {"allow": [...], "deny": [...]}. kInvalidArgument
+// naming what is wrong ("network.allow[2]: ...").
+Result<NetworkRequest> ParseNetworkRequest(const nlohmann::json& value);
+// Its JSON Schema, for the MCP tools and /openapi.json.
+nlohmann::json NetworkRequestSchema();
+
 struct RunRequest {
   std::string code;
   std::vector<InputFile> files;
   LimitOverrides limits;
-  std::string pool;  // "" = the default pool
+  std::string pool;                       // "" = the default pool
+  std::optional<NetworkRequest> network;  // unset: the pool's policy as it is
   // Whom the run is for (the bearer token's name): fair sharing of pools and the per-principal
   // limits are kept by it. "" = the server itself (internal probes), never limited.
   std::string principal;

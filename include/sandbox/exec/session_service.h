@@ -37,6 +37,8 @@ struct SessionCreateRequest {
   // Defaults for the session's runs. memory_bytes is fixed for the session's lifetime; timeout_s
   // and output_bytes may still be narrowed or raised (up to the pool's maxima) per run.
   LimitOverrides limits;
+  // The session's narrowing of its pool's network policy, for its whole life.
+  std::optional<NetworkRequest> network;
 };
 
 // A snapshot of one session, for session_create and session_list.

@@ -22,9 +22,10 @@ class EgressLink {
 
   // Makes sure the pool's network and proxy run on the engine; what the sandbox's spec needs.
   virtual Result<engine::SandboxNetwork> Join(engine::Deadline deadline) = 0;
-  // From now on connections from `address` are decided by `policy` (replacing what it had);
-  // returns once the proxy applied it.
-  virtual Status Admit(const std::string& address, const config::NetworkPolicy& policy,
+  // From now on connections from `address` are decided by `narrowed` (a narrowing of the
+  // pool's policy), or by the pool's own policy when it is null, as it is now and as live changes
+  // make it; replaces what the address had. Returns once the proxy applied it.
+  virtual Status Admit(const std::string& address, const config::NetworkPolicy* narrowed,
                        engine::Deadline deadline) = 0;
   // Connections from `address` are refused from now on (its sandbox is going away).
   virtual void Forget(const std::string& address) = 0;

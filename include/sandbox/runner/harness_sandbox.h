@@ -115,6 +115,8 @@ class HarnessSandbox final : public Sandbox {
                                                        const std::string& container_id,
                                                        std::shared_ptr<spdlog::logger> logger);
   static constexpr std::chrono::milliseconds kStartCancelPoll{100};
+  // How long the egress proxy may take to apply a sandbox's new policy.
+  static constexpr std::chrono::milliseconds kNetworkChangeTimeout{5000};
   ~HarnessSandbox() override;
 
   exec::RunResult Run(const std::string& code, const std::vector<exec::InputFile>& files,
@@ -122,6 +124,8 @@ class HarnessSandbox final : public Sandbox {
                       const exec::CancelToken& cancel) override;
   // The harness's pong carries the container's memory use (cgroup), when readable.
   Result<PingInfo> Ping() override;
+  // Told to the pool's egress proxy (EgressLink::Admit) before it returns.
+  Status SetNetwork(const config::NetworkPolicy* policy) override;
 
   // Session sandboxes only (SandboxSetup::session); see Sandbox. The rules and per-run filter
   // apply once, before the first cell; the terms go into the harness's session op (record,

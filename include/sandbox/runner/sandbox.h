@@ -64,6 +64,14 @@ class Sandbox : public pool::PooledSandbox {
                               const exec::CancelToken& cancel) = 0;
   // A lost sandbox becomes kUnavailable (and no longer Reusable()).
   virtual Result<PingInfo> Ping() = 0;
+  // From now on its connections are decided by `policy` (a narrowing of its pool's, checked by
+  // the caller); null: the pool's own again. A sandbox without a network has nothing to narrow
+  // (a policy of mode none is then success; any other kUnsupported). A sandbox whose pool's
+  // policy could not be restored is no longer Reusable().
+  virtual Status SetNetwork(const config::NetworkPolicy* policy) {
+    if (policy == nullptr || policy->mode == config::NetworkPolicy::Mode::kNone) return OkStatus();
+    return Error(ErrorCode::kUnsupported, "this sandbox has no network to narrow");
+  }
   // The container's full id (logs, the engine's inspection of a lost sandbox).
   virtual const std::string& container_id() const = 0;
   // The name of the engine it runs on (engine::ContainerEngine::name()): results, audit lines

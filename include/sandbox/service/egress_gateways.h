@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,12 @@ class EgressGateways {
   // Removes the egress networks of this instance that no container is attached to (an earlier
   // server's, which ended without removing them). Start-up, before any gateway starts.
   void SweepLeftovers(const engine::ContainerEngine& engine);
+  // A live change of a pool's policy (the admin API, SIGHUP), within the mode it has: every
+  // gateway of the pool tells its proxy for every sandbox at once (a narrowed one gets its
+  // narrowing of the new policy). kNotFound for a pool without a policy.
+  Status SetPolicy(const std::string& pool, const config::NetworkPolicy& policy);
+  // The pool's policy now; nullopt for a pool without one.
+  std::optional<config::NetworkPolicy> Policy(const std::string& pool) const;
   std::vector<EgressStatus> Statuses() const;
   // Every proxy stopped and removed, then every network (after the sandboxes are gone).
   void Stop();
@@ -90,6 +97,7 @@ class EgressGateways {
   std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<EgressGateway>> gateways_;
+  std::map<std::string, config::NetworkPolicy> policies_;  // by pool
   std::atomic<int> next_block_{0};
 };
 

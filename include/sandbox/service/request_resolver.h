@@ -37,6 +37,12 @@ class RequestResolver {
   // within the pool's maxima (kInvalidArgument naming the field otherwise, never clamped).
   Result<runner::RunLimits> Resolve(const std::string& pool,
                                     const exec::LimitOverrides& overrides) const;
+  // The network policy a run or session in `pool` gets when `request` narrows the pool's
+  // (nullopt: the pool's own, unchanged). A request may turn the network off or keep some of
+  // the pool's entries and deny more; an entry wider than the pool's is kInvalidArgument naming
+  // it, as is asking for entries in a pool without a network.
+  Result<std::optional<config::NetworkPolicy>> ResolveNetwork(
+      const std::string& pool, const std::optional<exec::NetworkRequest>& request) const;
   // Resolve() plus CheckFiles() of a one-shot run.
   Result<runner::RunLimits> ResolveRun(const exec::RunRequest& request) const;
 

@@ -157,6 +157,8 @@ class SandboxService final : public exec::ExecutionService,
   static constexpr std::chrono::milliseconds kStartCheckAfter{2000};
 
  private:
+  // The pool's network policy now (live changes included).
+  config::NetworkPolicy NetworkOf(const config::PoolConfig& pool) const;
   class StartWatch;
 
   SandboxService(const config::Config& config, engine::EngineList engines, ServiceOptions options,

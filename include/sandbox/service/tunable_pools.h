@@ -21,6 +21,9 @@ struct PoolSettings {
   config::AutoscaleConfig autoscale;
   config::Limits limits;      // the default limits of a run (new runs take changes)
   config::Limits max_limits;  // fixed until restart: what limits are validated against
+  // What its code may reach: its entries change live, its mode (none or allowlist) only with a
+  // restart (docs/network.md).
+  config::NetworkPolicy network;
 };
 
 class TunablePools {

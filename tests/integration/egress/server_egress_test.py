@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,6 +28,7 @@ SOURCE = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 LABEL = "io.sandbox-mcp.test=egress-server"
 TAG = f"egsrv{os.getpid()}"
 INSTANCE = f"test-egress-{os.getpid()}"
+ADMIN_TOKEN = "egress-test-admin-token"
 
 UPSTREAM = r'''
 import http.server, json
@@ -91,6 +93,7 @@ class EgressServerTest(unittest.TestCase):
         config = {
             "instance_id": INSTANCE,
             "sessions": {"warm": 0},
+            "server": {"admin_tokens": {"ops": ADMIN_TOKEN}},
             "egress": {"upstream_network": cls.net},
             "pools": [
                 {"name": "default", "min_idle": 0, "max_total": 2},
@@ -154,17 +157,28 @@ class EgressServerTest(unittest.TestCase):
         if problems:
             raise AssertionError("; ".join(problems))
 
-    def execute(self, code, pool="net"):
-        request = json.dumps({"code": code, "pool": pool, "timeout_s": 60}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/execute", data=request,
-                                     headers={"Content-Type": "application/json"})
-        body = json.load(urllib.request.urlopen(req, timeout=180))
+    def post(self, path, payload, method="POST", headers=None):
+        """(status, JSON body) of a POST (or `method`) to the server."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}",
+                                     data=json.dumps(payload).encode(), method=method,
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=180) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def execute(self, code, pool="net", **extra):
+        status, body = self.post("/v1/execute",
+                                 {"code": code, "pool": pool, "timeout_s": 60, **extra})
+        self.assertEqual(status, 200, body)
         self.assertEqual(body["verdict"], "ok", body)
         return body
 
-    def probe(self, code, pool="net"):
+    def probe(self, code, pool="net", **extra):
         """Runs code that prints one JSON line; returns it."""
-        body = self.execute(code, pool)
+        body = self.execute(code, pool, **extra)
         return json.loads(body["stdout"].strip().splitlines()[-1])
 
     CONNECT = r'''
@@ -328,6 +342,84 @@ print(json.dumps({"proxy_env": os.environ.get("http_proxy", ""),
                   "connect": connect("1.1.1.1", 443)}))''', pool="default")
         self.assertEqual(got["proxy_env"], "")
         self.assertEqual(got["connect"], "ENETUNREACH")
+
+    # ---- narrowing: a run or a session may ask for less, never more ----
+
+    def test_a_run_may_narrow_its_pools_policy_for_itself_only(self):
+        by_name = self.FETCH + 'print(json.dumps(fetch("http://web.test:8080/hello")))'
+        by_address = self.FETCH + f'print(json.dumps(fetch("http://{self.upstream_ip}:8080/hello")))'
+        narrow = {"allow": [f"{self.upstream_ip}:8080"]}
+        self.assertEqual(self.probe(by_name, network=narrow)["status"], 403)
+        self.assertEqual(self.probe(by_address, network=narrow)["status"], 200)
+        # The next runs in the same sandboxes get the pool's policy again.
+        for _ in range(3):
+            self.assertEqual(self.probe(by_name)["status"], 200)
+
+    def test_a_run_may_turn_the_network_off(self):
+        got = self.probe(self.FETCH + 'print(json.dumps(fetch("http://web.test:8080/hello")))',
+                         network="none")
+        self.assertEqual(got["status"], 403, got)
+        self.assertIn("no network access", got["body"])
+
+    def test_a_wider_request_is_refused_naming_the_entry(self):
+        status, body = self.post("/v1/execute", {"code": "print(1)", "pool": "net",
+                                                 "network": {"allow": ["other.test:8080"]}})
+        self.assertEqual(status, 400, body)
+        self.assertIn("other.test:8080", json.dumps(body))
+        status, body = self.post("/v1/execute", {"code": "print(1)", "pool": "default",
+                                                 "network": {"allow": ["web.test:8080"]}})
+        self.assertEqual(status, 400, body)
+        self.assertIn("has no network", json.dumps(body))
+
+    def test_a_session_keeps_its_narrowing_for_its_life(self):
+        status, session = self.post("/v1/sessions", {"pool": "net", "network": "none"})
+        self.assertEqual(status, 201, session)
+        sid = session["session_id"]
+        try:
+            fetch = self.FETCH + 'print(json.dumps(fetch("http://web.test:8080/hello")))'
+            for _ in range(2):
+                status, body = self.post("/v1/execute", {"code": fetch, "session_id": sid})
+                self.assertEqual(status, 200, body)
+                got = json.loads(body["stdout"].strip().splitlines()[-1])
+                self.assertEqual(got["status"], 403, got)
+            status, body = self.post("/v1/execute", {"code": "1", "session_id": sid,
+                                                     "network": "none"})
+            self.assertEqual(status, 400, body)
+        finally:
+            req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/sessions/{sid}",
+                                         method="DELETE")
+            urllib.request.urlopen(req, timeout=60).close()
+
+    # ---- live changes ----
+
+    def admin_patch(self, change):
+        return self.post("/admin/pools/net", change, method="PATCH",
+                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+
+    def test_a_live_change_of_the_allowlist_reaches_running_sandboxes(self):
+        fetch_other = self.FETCH + 'print(json.dumps(fetch("http://other.test:8080/hello")))'
+        configured = ["web.test:8080", f"{self.upstream_ip}:8080"]
+        self.assertEqual(self.probe(fetch_other)["status"], 403)
+        try:
+            status, body = self.admin_patch({"network": {
+                "mode": "allowlist", "allow": configured + ["other.test:8080"]}})
+            self.assertEqual(status, 200, body)
+            self.assertIn("other.test:8080", body["network"]["allow"])
+            # The warm sandboxes follow: no new container is needed.
+            for _ in range(3):
+                self.assertEqual(self.probe(fetch_other)["status"], 200)
+            # On or off is a restart's business; a bad entry is refused naming it.
+            status, body = self.admin_patch({"network": {"mode": "none"}})
+            self.assertEqual(status, 409, body)
+            status, body = self.admin_patch({"network": {"mode": "allowlist",
+                                                         "allow": ["web.test", "*"]}})
+            self.assertEqual(status, 400, body)
+            self.assertIn("network.allow[1]", json.dumps(body))
+        finally:
+            status, body = self.admin_patch({"network": {"mode": "allowlist",
+                                                         "allow": configured}})
+            self.assertEqual(status, 200, body)
+        self.assertEqual(self.probe(fetch_other)["status"], 403)
 
     # ---- what the operator sees ----
 

@@ -59,6 +59,7 @@ class FakePools : public service::TunablePools {
     it->second.sizes = settings.sizes;
     it->second.autoscale = settings.autoscale;
     it->second.limits = settings.limits;
+    it->second.network = settings.network;
     return true;
   }
   std::optional<pool::DrainProgress> Drain(const std::string& pool) override {

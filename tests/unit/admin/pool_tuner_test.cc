@@ -207,3 +207,49 @@ TEST_F(PoolTunerTest, ApplyConfiguredChangesOnlyWhatDiffers) {
 
 }  // namespace
 }  // namespace sandbox::admin
+
+namespace sandbox::admin {
+namespace {
+
+// A pool with a network policy: its entries change live, its mode only with a restart.
+TEST(PoolTunerNetworkTest, TheEntriesChangeLiveTheModeDoesNot) {
+  std::ostringstream log;
+  auto logger = std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  testing::FakePools pools;
+  service::PoolSettings settings = *pools.Settings("default");
+  settings.network.mode = config::NetworkPolicy::Mode::kAllowlist;
+  settings.network.allow.push_back(*config::ParseNetworkRule("pypi.org"));
+  ASSERT_TRUE(pools.Apply("default", settings));
+  metrics::Metrics metrics{metrics::MetricsOptions{"test"}};
+  PoolTuner tuner(pools, PoolBounds{}, &metrics, logger);
+
+  auto changed = tuner.Patch(
+      "default",
+      json::parse(R"({"network": {"mode": "allowlist", "allow": ["pypi.org", "example.com"]}})"),
+      "ops");
+  ASSERT_TRUE(changed.ok()) << changed.error().ToString();
+  EXPECT_EQ((*changed)["network"]["allow"], json::parse(R"(["pypi.org", "example.com"])"));
+  EXPECT_EQ(pools.Settings("default")->network.allow.size(), 2u);
+  EXPECT_THAT(log.str(), HasSubstr("changed pool 'default' network: allowlist: pypi.org -> "
+                                   "allowlist: pypi.org example.com"));
+  EXPECT_THAT(metrics.Render({}), HasSubstr(R"(field="network",pool="default",source="api"} 1)"));
+
+  auto off = tuner.Patch("default", json::parse(R"({"network": {"mode": "none"}})"), "ops");
+  ASSERT_FALSE(off.ok());
+  EXPECT_EQ(off.error().code(), ErrorCode::kConflict);
+  EXPECT_THAT(off.error().message(), HasSubstr("needs a restart"));
+  auto bad = tuner.Patch(
+      "default", json::parse(R"({"network": {"mode": "allowlist", "allow": ["*"]}})"), "ops");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message(), HasSubstr("network.allow[0]"));
+  auto index = tuner.Patch("default", json::parse(R"({"network": {"mode": "allowlist",
+      "allow": ["pypi.org"], "pip_index_url": "https://evil.example/simple/"}})"),
+                           "ops");
+  ASSERT_FALSE(index.ok());
+  EXPECT_THAT(index.error().message(), HasSubstr("pip_index_url: its host is not allowed"));
+  EXPECT_EQ(pools.Settings("default")->network.allow.size(), 2u);  // refusals change nothing
+}
+
+}  // namespace
+}  // namespace sandbox::admin

@@ -46,3 +46,37 @@ TEST(CancelTokenTest, FiresCallbacksOnce) {
 
 }  // namespace
 }  // namespace sandbox::exec
+
+namespace sandbox::exec {
+namespace {
+
+std::string NetworkError(const char* text) {
+  auto parsed = ParseNetworkRequest(nlohmann::json::parse(text));
+  return parsed.ok() ? "" : parsed.error().message();
+}
+
+TEST(NetworkRequestTest, NoneOrEntriesToKeepAndEveryRefusalNamesItsPlace) {
+  auto off = ParseNetworkRequest("none");
+  ASSERT_TRUE(off.ok());
+  EXPECT_TRUE(off->off);
+  auto some = ParseNetworkRequest(nlohmann::json::parse(R"({"allow": ["pypi.org"],
+                                                            "deny": ["x.org"]})"));
+  ASSERT_TRUE(some.ok());
+  EXPECT_FALSE(some->off);
+  EXPECT_EQ(some->allow, std::vector<std::string>{"pypi.org"});
+  EXPECT_EQ(some->deny, std::vector<std::string>{"x.org"});
+  EXPECT_EQ(NetworkError(R"("all")"), "network: expected \"none\" or an object {allow, deny}");
+  EXPECT_EQ(NetworkError("42"), "network: expected \"none\" or an object {allow, deny}");
+  EXPECT_EQ(NetworkError(R"({"allow": "pypi.org"})"),
+            "network.allow: expected an array of entries");
+  EXPECT_EQ(NetworkError(R"({"allow": ["a", 1]})"), "network.allow[1]: expected a string");
+  EXPECT_EQ(NetworkError(R"({"allw": []})"), "network.allw: unknown field (expected allow, deny)");
+  EXPECT_EQ(NetworkError(R"({"deny": ["x"]})").rfind("network.allow: required", 0), 0u);
+  std::string many = R"({"allow": [)";
+  for (int i = 0; i < 257; ++i) many += (i ? ",\"a\"" : "\"a\"");
+  EXPECT_EQ(NetworkError((many + "]}").c_str()), "network.allow: more than 256 entries");
+  EXPECT_TRUE(NetworkRequestSchema().contains("oneOf"));
+}
+
+}  // namespace
+}  // namespace sandbox::exec

@@ -125,3 +125,66 @@ TEST(RequestResolverTest, ARunIsCheckedForItsPoolFirstThenFilesThenLimits) {
 
 }  // namespace
 }  // namespace sandbox::service
+
+namespace sandbox::service {
+namespace {
+
+config::Config NetworkPools() {
+  config::Config c;
+  c.pools[0].name = "default";
+  config::PoolConfig net = c.pools[0];
+  net.name = "net";
+  net.network.mode = config::NetworkPolicy::Mode::kAllowlist;
+  for (const char* entry : {"pypi.org", "*.pythonhosted.org:443", "10.20.0.0/16:8080"}) {
+    net.network.allow.push_back(*config::ParseNetworkRule(entry));
+  }
+  net.network.deny.push_back(*config::ParseNetworkRule("bad.pythonhosted.org"));
+  c.pools.push_back(net);
+  return c;
+}
+
+exec::NetworkRequest Keep(std::vector<std::string> allow, std::vector<std::string> deny = {}) {
+  exec::NetworkRequest request;
+  request.allow = std::move(allow);
+  request.deny = std::move(deny);
+  return request;
+}
+
+TEST(RequestResolverTest, ARequestMayNarrowItsPoolsNetworkNeverWidenIt) {
+  const auto config = NetworkPools();
+  RequestResolver resolver(config, {});
+  // Nothing asked: the pool's own.
+  auto same = resolver.ResolveNetwork("net", std::nullopt);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->has_value());
+  // Off.
+  exec::NetworkRequest off;
+  off.off = true;
+  auto none = resolver.ResolveNetwork("net", off);
+  ASSERT_TRUE(none.ok() && none->has_value());
+  EXPECT_EQ((*none)->mode, config::NetworkPolicy::Mode::kNone);
+  // A subset, the pool's deny kept and the request's added.
+  auto some = resolver.ResolveNetwork(
+      "net", Keep({"files.pythonhosted.org:443", "10.20.3.0/24:8080"}, {"x.pythonhosted.org"}));
+  ASSERT_TRUE(some.ok()) << some.error().message();
+  ASSERT_TRUE(some->has_value());
+  const auto& policy = **some;
+  EXPECT_TRUE(config::DecideName(policy, "files.pythonhosted.org", 443).allowed);
+  EXPECT_FALSE(config::DecideName(policy, "pypi.org", 443).allowed);
+  EXPECT_EQ(policy.deny.size(), 2u);
+  // Wider than the pool: refused naming the entry.
+  ExpectInvalid(StatusOf(resolver.ResolveNetwork("net", Keep({"pypi.org:22"}))), "network");
+  ExpectInvalid(StatusOf(resolver.ResolveNetwork("net", Keep({"10.0.0.0/8:8080"}))), "network");
+  ExpectInvalid(StatusOf(resolver.ResolveNetwork("net", Keep({"*.org"}))), "network");
+  ExpectInvalid(StatusOf(resolver.ResolveNetwork("net", Keep({"not a host"}))), "network.allow[0]");
+  ExpectInvalid(StatusOf(resolver.ResolveNetwork("net", Keep({}))), "network.allow");
+  // A pool without a network: off is what it is, anything else is refused.
+  auto already = resolver.ResolveNetwork("default", off);
+  ASSERT_TRUE(already.ok());
+  EXPECT_FALSE(already->has_value());
+  ExpectInvalid(StatusOf(resolver.ResolveNetwork("default", Keep({"pypi.org"}))), "network");
+  EXPECT_FALSE(resolver.ResolveNetwork("nope", off).ok());
+}
+
+}  // namespace
+}  // namespace sandbox::service
