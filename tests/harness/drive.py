@@ -120,10 +120,12 @@ class Session:
         self.verbose = verbose
         self.events = queue.Queue()
         self.stderr_lines = []
-        cmd = ["docker", "run", "-i", "--rm", "--network", "none", "--read-only",
-               "--tmpfs", "/tmp:rw,nosuid,size=64m", "--cap-drop", "ALL",
+        # opts.network and opts.label: for scripts that use Session (tests/integration/egress)
+        cmd = ["docker", "run", "-i", "--rm", "--network", getattr(opts, "network", "none"),
+               "--read-only", "--tmpfs", "/tmp:rw,nosuid,size=64m", "--cap-drop", "ALL",
                "--security-opt", "no-new-privileges", "--user", "10001:10001", "--init",
-               "--label", "io.sandbox-mcp.managed=true", "--label", "io.sandbox-mcp.test=true"]
+               "--label", "io.sandbox-mcp.managed=true",
+               "--label", getattr(opts, "label", "io.sandbox-mcp.test=true")]
         if opts.container_seccomp != "default":  # "default": Docker's own profile
             cmd += ["--security-opt", "seccomp=" + opts.container_seccomp]
         if memory:
