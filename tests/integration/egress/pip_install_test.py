@@ -16,7 +16,8 @@ https_proxy and their upper-case forms, PIP_INDEX_URL). Checks:
 - the next run of the same sandbox does not have the package;
 - `pip install` from an index not in the allowlist fails, and the proxy's `conn` event says
   refused (pip itself says little);
-- a session: what one cell installs, a later cell imports (and a new interpreter too).
+- a session: what one cell installs, a later cell imports (and a new interpreter too);
+- without per-run namespaces (isolate false): install and import in a run, gone for the next.
 
 Not timed: every wait is generous, nothing compares durations.
 
@@ -50,7 +51,7 @@ LABEL = "io.sandbox-mcp.test=egress-pip"
 PIP_IMAGE = "sandbox-mcp-python:test-egress-pip"  # cached between runs (index_fixture pip-image)
 INDEX_NET, INDEX_IP = "10.213.246.0/24", "10.213.246.10"
 SANDBOX_NET, PROXY_IP = "10.213.247.0/24", "10.213.247.2"
-POOL_IP, SESSION_IP = "10.213.247.3", "10.213.247.4"
+POOL_IP, SESSION_IP, PROCESS_IP = "10.213.247.3", "10.213.247.4", "10.213.247.5"
 PROXY_URL = "http://%s:3128" % PROXY_IP
 RUN_LIMITS = {"timeout_s": 180}  # pip on a loaded 2-core machine: seconds; never the bound here
 
@@ -207,6 +208,17 @@ print(r.stderr, file=sys.stderr)
 print("PIP_RC %d" % r.returncode)
 """
 
+PROCESS_INSTALL = r"""
+import subprocess, sys
+r = subprocess.run([sys.executable, "-m", "pip", "install", "sbxtestpkg"], capture_output=True,
+                   text=True)
+print(r.stdout)
+print(r.stderr, file=sys.stderr)
+print("PIP_RC %d" % r.returncode)
+import sbxtestpkg
+print("MARKER " + sbxtestpkg.MARKER)
+"""
+
 SESSION_USE = r"""
 import subprocess, sys
 import sbxtestpkg
@@ -219,7 +231,7 @@ print("LIST " + " ".join(r.stdout.split()))
 """
 
 
-def sandbox_opts(image, name, network, ip, mode):
+def sandbox_opts(image, name, network, ip, mode, isolate=True):
     """drive.Session's options: the hardened container on the sandbox network at ip, with the
     environment the server gives an allowlist pool's sandboxes."""
     env = ["-e", "http_proxy=" + PROXY_URL, "-e", "https_proxy=" + PROXY_URL,
@@ -227,7 +239,7 @@ def sandbox_opts(image, name, network, ip, mode):
            "-e", "PIP_INDEX_URL=https://index.test/simple/"]
     return types.SimpleNamespace(
         image=image, network=network, label=LABEL, mode=mode,
-        isolate=True, config="{}", no_run_seccomp=False, harness=None,
+        isolate=isolate, config="{}", no_run_seccomp=False, harness=None,
         container_seccomp=drive.POLICY if os.path.exists(drive.POLICY) else "unconfined",
         docker_arg=["--name", name, "--ip", ip, "--memory", "512m"] + env)
 
@@ -258,6 +270,7 @@ def main():
     index_net, sandbox_net = ident + "-idx", ident + "-sbx"
     index_name, proxy_name = ident + "-index", ident + "-proxy"
     pool_name, session_name = ident + "-pool", ident + "-session"
+    process_name = ident + "-process"
     ca_image, proxy_image = "sandbox-mcp-python:%s-ca" % ident, "sandbox-mcp-egress:%s" % ident
     work = tempfile.mkdtemp(prefix="egress-pip-test.")
     check = Check()
@@ -270,7 +283,7 @@ def main():
             s.close()
         if proxy is not None:
             proxy.close()
-        for name in (pool_name, session_name, proxy_name):
+        for name in (pool_name, session_name, process_name, proxy_name):
             sh("docker", "rm", "-f", name, check=False)
         sh(FIXTURE, "down", "--name", index_name, "--dir", fixture.get("dir", ""),
            "--rmi", ca_image, "--rmi", proxy_image, check=False)
@@ -317,7 +330,7 @@ def main():
         proxy = Proxy(proxy_name)
         proxy.wait(lambda e: e.get("ev") == "ready", "ready")
         allow = fixture["allow"].split()  # the names, and the index's subnet (private)
-        for n, addr in enumerate((POOL_IP, SESSION_IP)):
+        for n, addr in enumerate((POOL_IP, SESSION_IP, PROCESS_IP)):
             proxy.send({"op": "set", "id": n + 1, "addr": addr, "pool": "test",
                         "policy": {"mode": "allowlist", "allow": allow}})
             proxy.wait(lambda e, i=n + 1: e.get("ev") in ("applied", "error") and e.get("id") == i,
@@ -397,13 +410,31 @@ def main():
         check(lines_with(out, "CHILD") == ["0 1.0"], "and so does a new interpreter", out + err)
         check("sbxtestpkg 1.0" in " ".join(lines_with(out, "LIST")),
               "pip list --user shows it", out)
+
+        # isolate=false (the "auto" fallback where namespaces are refused): the run shares the
+        # container's /tmp, which F empties between runs. That /tmp is Docker's tmpfs, noexec:
+        # pure-Python packages work, compiled extensions and console scripts do not.
+        process = drive.Session(sandbox_opts(ca_image, process_name, sandbox_net, PROCESS_IP,
+                                             "recycle", isolate=False),
+                                verbose=False, name=process_name)
+        sessions.append(process)
+        ready = process.wait_event("ready", timeout=180)[1]
+        check(ready.get("isolation") == "process", "a sandbox without per-run namespaces", ready)
+        res, out, err = run(process, PROCESS_INSTALL, opts.verbose)
+        check(lines_with(out, "PIP_RC") == ["0"] and
+              lines_with(out, "MARKER") == ["sbxtestpkg 1.1 from the test index"],
+              "without namespaces: install and import in a run", out + err)
+        res, out, err = run(process, NEXT_RUN, opts.verbose)
+        check(lines_with(out, "SITE") == ["['/tmp/.local/lib/python3.11/site-packages'] []"] and
+              lines_with(out, "IMPORT") == ["absent No module named 'sbxtestpkg'"],
+              "without namespaces: the next run does not have it", out + err)
     except Exception as e:  # noqa: BLE001 - reported as the failure it is
         check(False, "the test ran to its end", "%s: %s" % (type(e).__name__, e))
     finally:
         if opts.keep:
-            print("kept: networks %s %s, containers %s %s %s %s, images %s %s, dir %s"
+            print("kept: networks %s %s, containers %s %s %s %s %s, images %s %s, dir %s"
                   % (index_net, sandbox_net, index_name, proxy_name, pool_name, session_name,
-                     ca_image, proxy_image, work))
+                     process_name, ca_image, proxy_image, work))
         else:
             cleanup()
     if proxy is not None and opts.verbose:
