@@ -44,6 +44,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "harness"))
 import harness_config  # noqa: E402
 import harness_payload  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "src", "harness"))
+from sandbox_harness.wire import PROTOCOL_VERSION  # noqa: E402
 POLICY = os.path.join(ROOT, "policies", "seccomp-container.json")
 IMAGE = "sandbox-mcp-python:latest"
 PYTHON = "/snekbin/python/default/bin/python"
@@ -764,7 +766,7 @@ def session_state(opts):
     r5 = s.run("print(len(plt.get_fignums()), np.__name__)")
     _, ready5 = s.wait_event("ready")
     s.close()
-    return [check(ready.get("protocol") == 2 and ready.get("mode") == "session"
+    return [check(ready.get("protocol") == PROTOCOL_VERSION and ready.get("mode") == "session"
                   and ready.get("cells") == 0 and ready.get("session_started") is False,
                   "ready: protocol %s mode %s cells %s" % (ready.get("protocol"), ready.get("mode"),
                                                            ready.get("cells"))),
