@@ -49,9 +49,11 @@ import drive  # noqa: E402
 FIXTURE = os.path.join(HERE, "index", "index_fixture.sh")
 LABEL = "io.sandbox-mcp.test=egress-pip"
 PIP_IMAGE = "sandbox-mcp-python:test-egress-pip"  # cached between runs (index_fixture pip-image)
-INDEX_NET, INDEX_IP = "10.213.246.0/24", "10.213.246.10"
-SANDBOX_NET, PROXY_IP = "10.213.247.0/24", "10.213.247.2"
-POOL_IP, SESSION_IP, PROCESS_IP = "10.213.247.3", "10.213.247.4", "10.213.247.5"
+# Outside the server's egress.subnets default (10.213.0.0/16): a server running beside the test
+# never competes for these.
+INDEX_NET, INDEX_IP = "10.214.46.0/24", "10.214.46.10"
+SANDBOX_NET, PROXY_IP = "10.214.47.0/24", "10.214.47.2"
+POOL_IP, SESSION_IP, PROCESS_IP = "10.214.47.3", "10.214.47.4", "10.214.47.5"
 PROXY_URL = "http://%s:3128" % PROXY_IP
 RUN_LIMITS = {"timeout_s": 180}  # pip on a loaded 2-core machine: seconds; never the bound here
 
