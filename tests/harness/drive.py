@@ -44,6 +44,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "harness"))
 import harness_config  # noqa: E402
 import harness_payload  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "src", "harness"))
+from sandbox_harness.wire import PROTOCOL_VERSION  # noqa: E402
 POLICY = os.path.join(ROOT, "policies", "seccomp-container.json")
 IMAGE = "sandbox-mcp-python:latest"
 PYTHON = "/snekbin/python/default/bin/python"
@@ -120,10 +122,12 @@ class Session:
         self.verbose = verbose
         self.events = queue.Queue()
         self.stderr_lines = []
-        cmd = ["docker", "run", "-i", "--rm", "--network", "none", "--read-only",
-               "--tmpfs", "/tmp:rw,nosuid,size=64m", "--cap-drop", "ALL",
+        # opts.network and opts.label: for scripts that use Session (tests/integration/egress)
+        cmd = ["docker", "run", "-i", "--rm", "--network", getattr(opts, "network", "none"),
+               "--read-only", "--tmpfs", "/tmp:rw,nosuid,size=64m", "--cap-drop", "ALL",
                "--security-opt", "no-new-privileges", "--user", "10001:10001", "--init",
-               "--label", "io.sandbox-mcp.managed=true", "--label", "io.sandbox-mcp.test=true"]
+               "--label", "io.sandbox-mcp.managed=true",
+               "--label", getattr(opts, "label", "io.sandbox-mcp.test=true")]
         if opts.container_seccomp != "default":  # "default": Docker's own profile
             cmd += ["--security-opt", "seccomp=" + opts.container_seccomp]
         if memory:
@@ -762,7 +766,7 @@ def session_state(opts):
     r5 = s.run("print(len(plt.get_fignums()), np.__name__)")
     _, ready5 = s.wait_event("ready")
     s.close()
-    return [check(ready.get("protocol") == 2 and ready.get("mode") == "session"
+    return [check(ready.get("protocol") == PROTOCOL_VERSION and ready.get("mode") == "session"
                   and ready.get("cells") == 0 and ready.get("session_started") is False,
                   "ready: protocol %s mode %s cells %s" % (ready.get("protocol"), ready.get("mode"),
                                                            ready.get("cells"))),

@@ -25,6 +25,7 @@ from .forker_sweep import (FORKER_REAP_WAIT_S, forker_cleanup, kill_all_but, rea
 from .isolation import ChildSpec, handled_signals, intermediate
 from .kernel import PR_SET_PDEATHSIG
 from .osutil import flush_stdio, log
+from .pip_site import for_run as pip_site_for_run
 from .run_process import EX_INTERNAL
 from .wire import encode_json
 
@@ -83,12 +84,18 @@ def _run_pipes(fs):
     return child, [req_w, out_r, err_r, res_r, st_r] + ([in_w] if in_w is not None else [])
 
 
+def _pip_site(fs, isolate):
+    """The run's pip_site plan: only where the run's /tmp is its own (pip_site.for_run)."""
+    return pip_site_for_run(getattr(fs, "pip_site", None), isolate,
+                            getattr(fs, "in_container", False), getattr(fs, "tmp_keep", ()))
+
+
 def _forker_spawn(fs, isolate, children):
     """Creates the run child I with its pipes; returns (I's pid, the parent ends)."""
     child, parent = _run_pipes(fs)
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=isolate, parent_pid=os.getpid(),
                      mpl_seed=fs.mpl_seed, init_signals=getattr(fs, "init_signals", None),
-                     **child)
+                     pip_site=_pip_site(fs, isolate), **child)
     # I runs harness code only, on one thread: CPython's at-fork work is not needed there (the
     # run process U, forked by I, gets it from os.fork).
     pid = fs.kernel.fork_bare()
@@ -109,7 +116,8 @@ def _forker_spawn_direct(fs, trees):
     Returns (G's pid, the parent ends); F keeps the status pipe's write end."""
     child, parent = _run_pipes(fs)
     spec = ChildSpec(cfg=fs.cfg, kernel=fs.kernel, isolate=True, parent_pid=None,
-                     mpl_seed=fs.mpl_seed, init_signals=fs.init_signals, **child)
+                     mpl_seed=fs.mpl_seed, init_signals=fs.init_signals,
+                     pip_site=_pip_site(fs, True), **child)
     spec.forker_fds = [fs.sock_fd, spec.st_w] + parent + trees.own_fds()
     try:
         gpid = trees.spawn(spec)  # the tree owns st_w from G's creation on (spec.st_w None)

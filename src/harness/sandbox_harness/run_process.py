@@ -16,6 +16,7 @@ from .figures import FigureCapture
 from .kernel import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, apply_rlimits, narrowed_memory, relax_data_limit
 from .messages import validate_rel_path
 from .osutil import close_fds_except, flush_stdio, fresh_stdio, read_all, write_all
+from .pip_site import apply as apply_pip_site
 from .session_process import session_serve
 from .stdin_bridge import install as install_stdin
 from .tracebacks import CELL_FILENAME
@@ -101,6 +102,11 @@ def prepare_run(spec):
     os.chdir(cfg["workdir"])
     fresh_stdio()
     sys.path.insert(0, cfg["workdir"])
+    if getattr(spec, "pip_site", None) is not None:
+        try:
+            apply_pip_site(spec.pip_site)  # the user site on this run's /tmp (pip_site.py)
+        except OSError:
+            pass  # /tmp full or unwritable: pip's own error will say so, if pip is used
     main_mod = types.ModuleType("__main__")
     main_mod.__dict__["__builtins__"] = builtins  # the module, as in a real __main__
     sys.modules["__main__"] = main_mod

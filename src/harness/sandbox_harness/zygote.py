@@ -42,6 +42,7 @@ from .errors import FatalError, ProtocolError
 from .kernel import PR_SET_DUMPABLE, Kernel
 from .messages import FILE_OPS
 from .osutil import flush_stdio, log
+from .pip_site import plan as plan_pip_site
 from .relay import Relay
 from .wire import PROTOCOL_VERSION
 from .zygote_children import Children
@@ -70,6 +71,7 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
         self.in_container = self.pid == 1 or os.getppid() == 1
         self.tmp_keep = set()
         self.mpl_seed = None
+        self.pip_site = None  # run-time pip installs (pip_site.py), planned after the preload
         self.forker = None  # F, from the end of the preload on
         self.ready_sent = False
         self.session = cfg["mode"] == "session"
@@ -109,6 +111,9 @@ class Zygote(Children, Input, Relay, Records, Runs, ZygoteSession):
             self.tmp_keep = set(os.listdir("/tmp"))
         except OSError:
             self.tmp_keep = set()
+        self.pip_site, why = plan_pip_site(os.environ, self.cfg["workdir"])
+        if why:
+            log("run-time pip installs are off: %s" % why)
         # Everything preloaded goes to the collector's permanent generation: a full collection
         # in a run (any cell allocating some 10^5 objects triggers one) would otherwise write
         # to the header of every preloaded object and so copy most of the zygote's heap.

@@ -59,6 +59,7 @@ class Children:
                                 "for it: nothing of a request may reach the forker's memory)")
         fs = ForkerState(cfg=self.cfg, kernel=self.kernel, zygote_pid=self.pid,
                           mpl_seed=self.mpl_seed, tmp_keep=self.tmp_keep,
+                          pip_site=self.pip_site,
                           in_container=self.in_container, sock_fd=None)
         close = (self.chan.in_fd, self.chan.out_fd)
         if direct is None:

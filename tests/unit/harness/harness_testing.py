@@ -16,6 +16,7 @@ from sandbox_harness import wire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_MPL = os.path.join(HERE, "fake_mpl")  # a stand-in for matplotlib (see its __init__.py)
+FAKE_PIP = os.path.join(HERE, "fake_pip")  # a stand-in for pip (see its __init__.py)
 
 
 def exited(code):
@@ -33,10 +34,11 @@ def b64(data):
 class Zygote:
     """The harness as a host process through the real bootstrap, in isolate=false mode."""
 
-    def __init__(self, test, boot_path=None, preexec=None, **config):
+    def __init__(self, test, boot_path=None, preexec=None, env=None, **config):
         """boot_path: a directory put first on the zygote's sys.path (-I ignores PYTHONPATH).
         preexec: run in the harness's process before it executes Python (e.g. a seccomp
-        filter). config: overrides of the test config (isolate=false unless given)."""
+        filter). env: the harness's environment (the container's; default: the test's).
+        config: overrides of the test config (isolate=false unless given)."""
         self.workdir = tempfile.mkdtemp(prefix="harness-test-", dir="/tmp")
         test.addCleanup(self.cleanup)
         boot = harness_payload.BOOT
@@ -44,7 +46,7 @@ class Zygote:
             boot = "import sys;sys.path.insert(0,%r);%s" % (boot_path, boot)
         self.proc = subprocess.Popen([sys.executable, "-I", "-u", "-c", boot], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     preexec_fn=preexec)
+                                     preexec_fn=preexec, env=env)
         src = harness_payload.pack()
         self.cfg_workdir = os.path.join(self.workdir, "work")
         cfg = harness_config.config({"isolate": False, "preload": [], "warm_plot": False,
