@@ -99,7 +99,8 @@ void CheckControl(std::string_view line) {
   // A probe connects somewhere for up to 2 s: parsed here, never run.
   if (op.ok() && std::holds_alternative<sandbox::egress::ControlProbe>(*op)) return;
   sandbox::egress::PolicyTable table;
-  const auto answer = sandbox::egress::ApplyControlLine(table, line);
+  sandbox::egress::TlsSettings tls;
+  const auto answer = sandbox::egress::ApplyControlLine(table, tls, line);
   FUZZ_CHECK(answer.contains("ev"), "every line is answered");
   FUZZ_CHECK((answer["ev"] == "applied") == op.ok(), "applied exactly when it parses");
 }

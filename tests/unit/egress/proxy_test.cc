@@ -207,7 +207,7 @@ class ProxyTest : public ::testing::Test {
         {"multi.example", {Ip("203.0.113.20"), Ip("10.1.2.3"), Ip("203.0.113.21")}},
     };
     auto proxy =
-        Proxy::Listen("127.0.0.1", 0, options_, table_, *events_,
+        Proxy::Listen("127.0.0.1", 0, options_, table_, tls_, *events_,
                       std::make_unique<FakeUpstream>(route_port_, names, lookups_, overrides_));
     ASSERT_TRUE(proxy.ok()) << proxy.error().message();
     proxy_ = std::move(*proxy);
@@ -225,8 +225,9 @@ class ProxyTest : public ::testing::Test {
   // The policy of the sandbox at `addr`, as the server sets it.
   void SetPolicy(const char* addr, const char* pool, const std::string& policy_json) {
     const auto answer =
-        ApplyControlLine(table_, std::string(R"({"op":"set","addr":")") + addr + R"(","pool":")" +
-                                     pool + R"(","policy":)" + policy_json + "}");
+        ApplyControlLine(table_, tls_,
+                         std::string(R"({"op":"set","addr":")") + addr + R"(","pool":")" + pool +
+                             R"(","policy":)" + policy_json + "}");
     ASSERT_EQ(answer["ev"], "applied") << answer.dump();
   }
 
@@ -310,6 +311,7 @@ class ProxyTest : public ::testing::Test {
 
   ProxyOptions options_;
   PolicyTable table_;
+  TlsSettings tls_;
   std::atomic<int> lookups_{0};
   std::atomic<int> route_port_{0};
   RouteOverrides overrides_;
@@ -497,7 +499,8 @@ TEST_F(ProxyTest, APolicyChangeAppliesToTheNextConnection) {
   SetPolicy("127.0.0.1", "data", R"({"mode":"allowlist","allow":["files.pythonhosted.org"]})");
   const std::string after = Exchange("CONNECT pypi.org:443 HTTP/1.1\r\n\r\n" + hello);
   EXPECT_NE(after.find("pypi.org:443 is not in the allowlist"), std::string::npos) << after;
-  ASSERT_EQ(ApplyControlLine(table_, R"({"op":"remove","addr":"127.0.0.1"})")["ev"], "applied");
+  ASSERT_EQ(ApplyControlLine(table_, tls_, R"({"op":"remove","addr":"127.0.0.1"})")["ev"],
+            "applied");
   const std::string removed = Exchange("CONNECT pypi.org:443 HTTP/1.1\r\n\r\n");
   EXPECT_NE(removed.find("unknown sandbox"), std::string::npos) << removed;
   EXPECT_EQ(lookups_.load(), 1);
