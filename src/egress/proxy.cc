@@ -387,12 +387,12 @@ std::size_t Proxy::Impl::PreRelayBudget(const Conn& c) const {
 }
 
 void Proxy::Impl::OnClient(Conn& c, std::uint32_t events, Clock::time_point now) {
-  if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
-    Close(c, now);  // reset, or both directions shut: nothing more can be said
+  if (c.state == Conn::State::kIntercept) {
+    Intercept(c, now);  // a reset too: what arrived before it (a TLS alert) says why
     return;
   }
-  if (c.state == Conn::State::kIntercept) {
-    Intercept(c, now);
+  if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
+    Close(c, now);  // reset, or both directions shut: nothing more can be said
     return;
   }
   if ((events & EPOLLOUT) != 0) {
@@ -794,11 +794,7 @@ void Proxy::Impl::Intercept(Conn& c, Clock::time_point now) {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      if (n < 0) {
-        Close(c, now);  // reset: no one to answer
-        return;
-      }
-      c.client_eof = true;
+      c.client_eof = true;  // the end, or a reset (the send below then ends the connection)
       session.ClientEof();
       progress = true;
     }

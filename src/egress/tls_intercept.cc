@@ -107,10 +107,14 @@ bool TlsIntercept::HandshakeClient() {
   const int error = SSL_get_error(client_.get(), r);
   if (Retry(error) && !client_eof_) return false;
   std::string why = OpenSslErrors();
-  if (why.empty()) why = client_eof_ ? "the client closed the connection" : "no reason given";
+  const bool refused = why.empty() || why.find("unknown ca") != std::string::npos ||
+                       why.find("certificate") != std::string::npos;
+  if (why.empty()) why = "the client ended the connection";
   std::string message = "the TLS handshake with the client failed: " + why;
-  if (why.find("unknown ca") != std::string::npos || why.find("certificate") != std::string::npos) {
-    message += " (does the pool's image trust the deployment CA?)";
+  if (refused) {
+    message +=
+        " (did it refuse the proxy's certificate? does the pool's image trust the "
+        "deployment CA?)";
   }
   ClientFailed(message);
   return true;
