@@ -373,7 +373,11 @@ bool InjectRelay::StartResponse(std::size_t head_end) {
       length = value;
     } else if (field.lower == "content-encoding") {
       for (std::string& item : ListItems(field.value)) {
-        if (item != "identity") content_coding = item;
+        if (item == "identity") continue;
+        // Named when it is a known coding; the upstream's own text is never quoted.
+        const bool known = item == "gzip" || item == "x-gzip" || item == "deflate" ||
+                           item == "br" || item == "compress" || item == "zstd";
+        content_coding = known ? item : "(an unknown coding)";
       }
     }
   }
@@ -563,14 +567,26 @@ void InjectRelay::Answer(int status, const std::string& message) {
     Abort(message);
     return;
   }
-  to_client_.append(TextResponse(status, message));
+  // The proxy's own words may quote the upstream (a Content-Encoding it sent): scrubbed too,
+  // for the code and for the audit line.
+  Scrubber scrubber(rule_.scrub);
+  std::string response = TextResponse(status, message);
+  scrubber.ScrubWhole(response);
+  scrubbed_ += scrubber.count();
+  to_client_.append(response);
   last_status_ = status;
-  problem_ = message;
+  if (problem_.empty()) {
+    problem_ = message;
+    Scrubber(rule_.scrub).ScrubWhole(problem_);
+  }
   CloseBoth();
 }
 
 void InjectRelay::Abort(std::string problem) {
-  if (problem_.empty()) problem_ = std::move(problem);
+  if (problem_.empty()) {
+    problem_ = std::move(problem);
+    Scrubber(rule_.scrub).ScrubWhole(problem_);
+  }
   CloseBoth();
 }
 

@@ -389,6 +389,7 @@ std::size_t Proxy::Impl::PreRelayBudget(const Conn& c) const {
 void Proxy::Impl::OnClient(Conn& c, std::uint32_t events, Clock::time_point now) {
   if (c.state == Conn::State::kIntercept) {
     Intercept(c, now);  // a reset too: what arrived before it (a TLS alert) says why
+    if (!c.dead && (events & (EPOLLERR | EPOLLHUP)) != 0) Close(c, now);
     return;
   }
   if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
@@ -627,7 +628,15 @@ bool Proxy::Impl::Connect(Conn& c, const config::IpAddress& address, Clock::time
 void Proxy::Impl::OnUpstream(Conn& c, std::uint32_t events, Clock::time_point now) {
   if (!c.up.valid()) return;
   if (c.state == Conn::State::kIntercept) {
-    Intercept(c, now);  // a reset shows as the end of its stream
+    Intercept(c, now);
+    if (!c.dead && c.up.valid() && (events & (EPOLLERR | EPOLLHUP)) != 0) {
+      // Reset or gone both ways (reported whether asked or not): the end of its stream.
+      if (!c.up_eof) c.intercept->UpstreamEof();
+      c.up_eof = true;
+      c.to_up.Clear();
+      CloseUpstream(c);
+      Intercept(c, now);
+    }
     return;
   }
   if (c.state == Conn::State::kConnecting) {

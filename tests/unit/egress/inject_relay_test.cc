@@ -188,6 +188,16 @@ TEST_F(InjectRelayTest, AnEncodedResponseIsA502) {
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 502 Bad Gateway\r\n")) << answer;
   EXPECT_NE(answer.find("Content-Encoding gzip"), std::string::npos) << answer;
   EXPECT_TRUE(relay_.client_done());
+
+  // The proxy's answer never quotes what the upstream sent.
+  InjectRelay quoting(rule_, http::HeadLimits{}, 65536);
+  quoting.FromClient("GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
+  quoting.FromUpstream(std::string("HTTP/1.1 200 OK\r\nContent-Encoding: ") + kToken +
+                       "\r\nContent-Length: 3\r\n\r\nxyz");
+  EXPECT_NE(quoting.to_client().find("Content-Encoding (an unknown coding)"), std::string::npos)
+      << quoting.to_client();
+  EXPECT_EQ(quoting.to_client().find(kToken), std::string::npos) << quoting.to_client();
+  EXPECT_EQ(quoting.problem().find(kToken), std::string::npos) << quoting.problem();
 }
 
 TEST_F(InjectRelayTest, AnHttp10ClientGetsADecodedBodyAndTheClose) {
