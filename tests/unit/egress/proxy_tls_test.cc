@@ -67,10 +67,10 @@ struct KeyAndCert {
   X509Ptr cert;
 };
 
-// A certificate for `cn`: a CA, or a server certificate for `dns` (a SAN list such as
-// "DNS:a,DNS:b"); self-signed when `issuer` is null.
+// A certificate for `cn`: a CA (with name constraints when `names` is given), or a server
+// certificate for `names` (a SAN list such as "DNS:a,DNS:b"); self-signed when `issuer` is null.
 KeyAndCert MakeCertificate(const std::string& cn, bool ca, const KeyAndCert* issuer,
-                           const char* dns = nullptr) {
+                           const char* names = nullptr) {
   KeyAndCert out{EvpPkeyPtr(EVP_EC_gen("P-256")), X509Ptr(X509_new())};
   X509* x = out.cert.get();
   X509_set_version(x, 2);
@@ -94,11 +94,12 @@ KeyAndCert MakeCertificate(const std::string& cn, bool ca, const KeyAndCert* iss
   if (ca) {
     add(NID_basic_constraints, "critical,CA:TRUE");
     add(NID_key_usage, "critical,keyCertSign,cRLSign");
+    if (names != nullptr) add(NID_name_constraints, names);
   } else {
     add(NID_basic_constraints, "CA:FALSE");
     add(NID_key_usage, "critical,digitalSignature");
     add(NID_ext_key_usage, "serverAuth");
-    add(NID_subject_alt_name, dns);
+    add(NID_subject_alt_name, names);
   }
   X509_sign(x, issuer != nullptr ? issuer->key.get() : out.key.get(), EVP_sha256());
   return out;
@@ -244,7 +245,9 @@ class ProxyTlsTest : public ProxyFixture {
  protected:
   void SetUp() override {
     ::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes to sockets with write(): a closed peer
-    deployment_ = MakeCertificate("sandbox-mcp test deployment CA", true, nullptr);
+    // As docs/network.md creates it: limited to the hosts with credentials.
+    deployment_ = MakeCertificate("sandbox-mcp test deployment CA", true, nullptr,
+                                  "critical,permitted;DNS:api.example.com");
     upstream_ca_ = MakeCertificate("test upstream CA", true, nullptr);
     upstream_ =
         MakeCertificate("upstream", false, &upstream_ca_, "DNS:api.example.com,DNS:pypi.org");
