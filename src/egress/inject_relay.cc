@@ -164,7 +164,7 @@ void InjectRelay::PumpRequests() {
       return;
     }
     const std::size_t head_bytes = std::get<http::HeadReader::Complete>(outcome).head_bytes;
-    const bool started = StartRequest(std::string_view(client_in_).substr(0, head_bytes));
+    const bool started = StartRequest(std::string_view{client_in_}.substr(0, head_bytes));
     if (!started) return;  // answered
     client_in_.erase(0, head_bytes);
     reader_.Reset();
@@ -273,7 +273,7 @@ void InjectRelay::PumpResponses() {
       }
       case ResponseState::kLength: {
         const std::size_t take = std::min(up_in_.size(), static_cast<std::size_t>(length_left_));
-        EmitBody(std::string_view(up_in_).substr(0, take));
+        EmitBody(std::string_view{up_in_}.substr(0, take));
         up_in_.erase(0, take);
         length_left_ -= static_cast<std::int64_t>(take);
         if (length_left_ == 0) {
@@ -310,7 +310,7 @@ void InjectRelay::PumpResponses() {
 }
 
 bool InjectRelay::StartResponse(std::size_t head_end) {
-  const std::string_view head = std::string_view(up_in_).substr(0, head_end);
+  const std::string_view head = std::string_view{up_in_}.substr(0, head_end);
   const auto bad = [this](const std::string& what) {
     Answer(502, rule_.host + " sent a response the proxy does not relay: " + what);
     return false;
