@@ -3,7 +3,6 @@
 // they need: proxy_tls_test.cc.
 #include "egress/proxy.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -11,9 +10,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <functional>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
