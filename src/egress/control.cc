@@ -334,11 +334,9 @@ class Probes {
   std::vector<Running> running_;
 };
 
-}  // namespace
-
-nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::string_view line) {
-  nlohmann::json answer = AnswerFor(line);
-  auto op = ParseControlLine(line);
+// Applies a parsed line (a probe's connect is made here, on the caller's thread).
+nlohmann::json ApplyParsed(PolicyTable& table, TlsSettings& tls, nlohmann::json answer,
+                           Result<ControlOp> op) {
   if (!op.ok()) return Refused(std::move(answer), op.error());
   if (auto* probe = std::get_if<ControlProbe>(&*op)) return ProbeAnswer(*probe, std::move(answer));
   if (auto* ca = std::get_if<ControlCa>(&*op)) {
@@ -389,6 +387,12 @@ nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::strin
   return answer;
 }
 
+}  // namespace
+
+nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::string_view line) {
+  return ApplyParsed(table, tls, AnswerFor(line), ParseControlLine(line));
+}
+
 void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events) {
   Probes probes(events);
   std::string pending;
@@ -410,13 +414,13 @@ void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events)
       }
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-      if (auto op = ParseControlLine(line); op.ok()) {
-        if (auto* probe = std::get_if<ControlProbe>(&*op)) {
-          probes.Start(*probe, AnswerFor(line));
-          continue;
-        }
+      // Parsed once (a CA or a bundle is not loaded twice); a probe answers later.
+      auto op = ParseControlLine(line);
+      if (op.ok() && std::holds_alternative<ControlProbe>(*op)) {
+        probes.Start(std::get<ControlProbe>(*op), AnswerFor(line));
+        continue;
       }
-      events.Emit(ApplyControlLine(table, tls, line));
+      events.Emit(ApplyParsed(table, tls, AnswerFor(line), std::move(op)));
     }
     pending.erase(0, start);
     if (pending.size() > kMaxControlLine) {  // and no end in sight: drop it as it arrives

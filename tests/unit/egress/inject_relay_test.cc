@@ -73,9 +73,9 @@ TEST(ScrubberTest, AnOccurrenceSplitAtAnyPointIsScrubbedAndLengthsStay) {
   for (std::size_t split = 0; split <= text.size(); ++split) {
     Scrubber scrubber(patterns);
     std::string out;
-    scrubber.Feed(std::string_view(text).substr(0, split), out);
+    scrubber.Feed(std::string_view{text}.substr(0, split), out);
     EXPECT_LE(scrubber.held(), patterns.front().size() - 1);
-    scrubber.Feed(std::string_view(text).substr(split), out);
+    scrubber.Feed(std::string_view{text}.substr(split), out);
     scrubber.Finish(out);
     EXPECT_EQ(out, want) << "split at " << split;
     EXPECT_EQ(scrubber.count(), 2U);

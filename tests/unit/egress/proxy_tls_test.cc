@@ -12,6 +12,7 @@
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -74,7 +75,8 @@ KeyAndCert MakeCertificate(const std::string& cn, bool ca, const KeyAndCert* iss
   KeyAndCert out{EvpPkeyPtr(EVP_EC_gen("P-256")), X509Ptr(X509_new())};
   X509* x = out.cert.get();
   X509_set_version(x, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(x), static_cast<long>(std::rand() & 0x7FFFFFFF));
+  static std::atomic<long> serial{1};
+  ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
   X509_gmtime_adj(X509_getm_notBefore(x), -60);
   X509_gmtime_adj(X509_getm_notAfter(x), 30L * 24 * 3600);
   X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
@@ -318,9 +320,9 @@ class ProxyTlsTest : public ProxyFixture {
           return size + std::string(data) + "\r\n";
         };
         WriteAll(ssl.get(), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                                chunk(std::string_view(body).substr(0, half)));
+                                chunk(std::string_view{body}.substr(0, half)));
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        WriteAll(ssl.get(), chunk(std::string_view(body).substr(half)) + "0\r\n\r\n");
+        WriteAll(ssl.get(), chunk(std::string_view{body}.substr(half)) + "0\r\n\r\n");
       } else {
         WriteAll(ssl.get(),
                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Echo-Authorization: " + auth +
@@ -361,7 +363,7 @@ TEST_F(ProxyTlsTest, TheCredentialIsAddedTheCodesIsReplacedAndTheEchoComesBackSc
   ASSERT_NE(leaf, nullptr);
   EXPECT_EQ(SubjectOf(leaf.get(), true), SubjectOf(deployment_.cert.get()));
   EXPECT_EQ(X509_check_host(leaf.get(), "api.example.com", 0, 0, nullptr), 1);
-  std::time_t in_a_day = std::time(nullptr) + 24 * 3600 + 60;
+  std::time_t in_a_day = std::time(nullptr) + std::time_t{24 * 3600 + 60};
   EXPECT_LT(X509_cmp_time(X509_get0_notAfter(leaf.get()), &in_a_day), 0);
 
   ASSERT_TRUE(client.Send(
