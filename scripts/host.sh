@@ -9,7 +9,7 @@ DOCKER_SOCK="${DOCKER_SOCK:-/var/run/docker.sock}"
 
 # Build and run-time packages. Node.js/npm drive the end-to-end tests with real MCP clients.
 SANDBOX_BUILD_PACKAGES=(build-essential cmake pkg-config git ca-certificates curl
-  libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
+  libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev
   libgtest-dev libgmock-dev libseccomp-dev prometheus-cpp-dev python3 ccache)
 # Only the test command needs these: its `lint` test runs scripts/lint.sh, and its sanitize
 # tests build with clang and libFuzzer (scripts/fuzz.sh; libFuzzer and the sanitizer runtimes

@@ -33,6 +33,7 @@ ClientHelloScan ScanClientHello(std::string_view bytes);
 // TLS alert descriptions the proxy sends when it refuses a handshake.
 inline constexpr std::uint8_t kAlertAccessDenied = 49;
 inline constexpr std::uint8_t kAlertUnrecognizedName = 112;
+inline constexpr std::uint8_t kAlertInternalError = 80;
 
 // A fatal TLS alert record (TLS 1.2 framing, which every TLS version's client reads before
 // the handshake): the client's TLS library reports it at once, e.g. Python's

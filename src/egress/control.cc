@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -11,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "injection.h"
 #include "probe.h"
 #include "sandbox/core/json.h"
+#include "sandbox/http1/text.h"
 
 namespace sandbox::egress {
 namespace {
@@ -45,6 +48,114 @@ Result<std::uint16_t> PortField(const nlohmann::json& line) {
   const auto port = it == line.end() ? std::nullopt : JsonInteger(*it);
   if (!port || *port < 1 || *port > 65535) return Bad("\"port\" must be a port number (1-65535)");
   return static_cast<std::uint16_t>(*port);
+}
+
+// Refuses a member the op does not have (a misspelt "inject" must not pass silently).
+Status KnownMembers(const nlohmann::json& line, const std::string& op,
+                    std::initializer_list<std::string_view> members) {
+  for (const auto& [key, value] : line.items()) {
+    if (key == "op" || key == "id") continue;
+    if (std::find(members.begin(), members.end(), key) == members.end()) {
+      return Bad("unknown member \"" + key + "\" in a \"" + op + "\" line");
+    }
+  }
+  return {};
+}
+
+Result<std::string> PemField(const nlohmann::json& line, const char* name) {
+  auto it = line.find(name);
+  if (it == line.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return Bad(std::string("\"") + name + "\" must be a PEM string");
+  }
+  return it->get<std::string>();
+}
+
+// The "inject" member of a set line: per host and port, the headers and what to scrub. Errors
+// name the rule by its index and field, never quoting a value.
+Result<std::vector<Injection>> InjectField(const nlohmann::json& line,
+                                           const config::NetworkPolicy& policy) {
+  std::vector<Injection> out;
+  auto it = line.find("inject");
+  if (it == line.end()) return out;
+  if (!it->is_array()) return Bad("\"inject\" must be an array");
+  if (it->size() > kMaxInjections) {
+    return Bad("\"inject\" has more than " + std::to_string(kMaxInjections) + " rules");
+  }
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& item = (*it)[i];
+    const std::string where = "inject[" + std::to_string(i) + "]";
+    if (!item.is_object()) return Bad(where + " must be an object");
+    for (const auto& [key, value] : item.items()) {
+      if (key != "host" && key != "port" && key != "header" && key != "value") {
+        return Bad(where + " has an unknown member \"" + key + "\"");
+      }
+    }
+    auto host_it = item.find("host");
+    if (host_it == item.end() || !host_it->is_string()) {
+      return Bad(where + ".host must be a host name string");
+    }
+    const std::string& host_text = host_it->get_ref<const std::string&>();
+    if (config::ParseIpAddress(host_text).ok()) {
+      return Bad(where + ".host: an address; credentials go to host names only (the TLS " +
+                 "certificate names the host)");
+    }
+    auto host = config::NormalizeHostName(host_text);
+    if (!host.ok()) return Bad(where + ".host: " + host.error().message());
+    std::uint16_t port = 443;
+    if (auto port_it = item.find("port"); port_it != item.end()) {
+      const auto number = JsonInteger(*port_it);
+      if (!number || *number < 1 || *number > 65535) {
+        return Bad(where + ".port must be a port number (1-65535)");
+      }
+      port = static_cast<std::uint16_t>(*number);
+    }
+    auto header_it = item.find("header");
+    if (header_it == item.end() || !header_it->is_string()) {
+      return Bad(where + ".header must be a header name string");
+    }
+    const std::string& header = header_it->get_ref<const std::string&>();
+    if (auto problem = InjectableHeaderProblem(header); !problem.empty()) {
+      return Bad(where + ".header: " + problem);
+    }
+    auto value_it = item.find("value");
+    if (value_it == item.end() || !value_it->is_string()) {
+      return Bad(where + ".value must be a string");
+    }
+    const std::string& value = value_it->get_ref<const std::string&>();
+    if (auto problem = SecretValueProblem(value); !problem.empty()) {
+      return Bad(where + ".value: " + problem);
+    }
+    const auto decision = config::DecideName(policy, *host, port);
+    if (!decision.allowed) {
+      return Bad(where + ".host: the policy does not allow " + *host + ":" + std::to_string(port) +
+                 " (" + decision.reason + ")");
+    }
+    auto rule = std::find_if(out.begin(), out.end(),
+                             [&](const Injection& r) { return r.host == *host && r.port == port; });
+    if (rule == out.end()) {
+      out.push_back(Injection{*host, port, {}, {}});
+      rule = out.end() - 1;
+    }
+    for (const InjectHeader& existing : rule->headers) {
+      if (http::Lower(existing.name) == http::Lower(header)) {
+        return Bad(where + ": a second " + header + " header for " + *host + ":" +
+                   std::to_string(port));
+      }
+    }
+    rule->headers.push_back(InjectHeader{header, value});
+  }
+  for (Injection& rule : out) {
+    for (const InjectHeader& header : rule.headers) {
+      for (std::string& pattern : ScrubPatterns(header.value)) {
+        rule.scrub.push_back(std::move(pattern));
+      }
+    }
+    std::sort(rule.scrub.begin(), rule.scrub.end(), [](const std::string& a, const std::string& b) {
+      return a.size() != b.size() ? a.size() > b.size() : a < b;
+    });
+    rule.scrub.erase(std::unique(rule.scrub.begin(), rule.scrub.end()), rule.scrub.end());
+  }
+  return out;
 }
 
 Result<std::vector<config::NetworkRule>> Rules(const nlohmann::json& policy, const char* name) {
@@ -98,20 +209,51 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
   auto op = json.find("op");
   if (op == json.end() || !op->is_string()) return Bad("\"op\" must be a string");
   const std::string name = op->get<std::string>();
-  if (name == "clear") return ControlOp{ControlClear{}};
+  const auto members = [&](std::initializer_list<std::string_view> allowed) {
+    return KnownMembers(json, name, allowed);
+  };
+  if (name == "clear") {
+    if (auto known = members({}); !known.ok()) return known.error();
+    return ControlOp{ControlClear{}};
+  }
   if (name == "remove") {
+    if (auto known = members({"addr"}); !known.ok()) return known.error();
     auto address = AddressField(json);
     if (!address.ok()) return address.error();
     return ControlOp{ControlRemove{*address}};
   }
   if (name == "probe") {
+    if (auto known = members({"addr", "port"}); !known.ok()) return known.error();
     auto address = AddressField(json);
     if (!address.ok()) return address.error();
     auto port = PortField(json);
     if (!port.ok()) return port.error();
     return ControlOp{ControlProbe{*address, *port}};
   }
-  if (name != "set") return Bad("unknown \"op\" (set, remove, clear or probe)");
+  if (name == "ca") {
+    if (auto known = members({"cert", "key"}); !known.ok()) return known.error();
+    auto cert = PemField(json, "cert");
+    if (!cert.ok()) return cert.error();
+    auto key = PemField(json, "key");
+    if (!key.ok()) return key.error();
+    auto authority = CertificateAuthority::Load(*cert, *key);
+    if (!authority.ok()) return authority.error();
+    return ControlOp{ControlCa{std::move(*authority)}};
+  }
+  if (name == "upstream_ca") {
+    if (auto known = members({"pem"}); !known.ok()) return known.error();
+    auto pem = PemField(json, "pem");
+    if (!pem.ok()) return pem.error();
+    auto trust = UpstreamTrust::Create(*pem);
+    if (!trust.ok()) return trust.error();
+    return ControlOp{ControlUpstreamCa{std::move(*trust)}};
+  }
+  if (name != "set") {
+    return Bad("unknown \"op\" (set, remove, clear, probe, ca or upstream_ca)");
+  }
+  if (auto known = members({"addr", "pool", "policy", "inject"}); !known.ok()) {
+    return known.error();
+  }
   auto address = AddressField(json);
   if (!address.ok()) return address.error();
   auto pool = json.find("pool");
@@ -120,7 +262,10 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
   }
   auto policy = PolicyField(json);
   if (!policy.ok()) return policy.error();
-  return ControlOp{ControlSet{*address, PoolPolicy{pool->get<std::string>(), std::move(*policy)}}};
+  auto inject = InjectField(json, *policy);
+  if (!inject.ok()) return inject.error();
+  return ControlOp{ControlSet{
+      *address, PoolPolicy{pool->get<std::string>(), std::move(*policy), std::move(*inject)}}};
 }
 
 namespace {
@@ -189,18 +334,46 @@ class Probes {
   std::vector<Running> running_;
 };
 
-}  // namespace
-
-nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
-  nlohmann::json answer = AnswerFor(line);
-  auto op = ParseControlLine(line);
+// Applies a parsed line (a probe's connect is made here, on the caller's thread).
+nlohmann::json ApplyParsed(PolicyTable& table, TlsSettings& tls, nlohmann::json answer,
+                           Result<ControlOp> op) {
   if (!op.ok()) return Refused(std::move(answer), op.error());
   if (auto* probe = std::get_if<ControlProbe>(&*op)) return ProbeAnswer(*probe, std::move(answer));
+  if (auto* ca = std::get_if<ControlCa>(&*op)) {
+    answer["ev"] = "applied";
+    answer["op"] = "ca";
+    answer["subject"] = ca->authority->subject();
+    answer["not_after"] = ca->authority->not_after();
+    answer["sha256"] = ca->authority->sha256();
+    tls.set_authority(std::move(ca->authority));
+    return answer;
+  }
+  if (auto* trust = std::get_if<ControlUpstreamCa>(&*op)) {
+    answer["ev"] = "applied";
+    answer["op"] = "upstream_ca";
+    answer["certificates"] = trust->trust->extra_certificates();
+    tls.set_upstream_trust(std::move(trust->trust));
+    return answer;
+  }
   answer["ev"] = "applied";
   if (auto* set = std::get_if<ControlSet>(&*op)) {
+    if (!set->entry.inject.empty() && !tls.authority()) {
+      return Refused(std::move(answer),
+                     Bad("\"inject\" needs the deployment CA first (op \"ca\")"));
+    }
     answer["op"] = "set";
     answer["addr"] = set->addr.ToString();
     answer["pool"] = set->entry.pool;
+    if (!set->entry.inject.empty()) {
+      // What is injected where, by name: never a value.
+      nlohmann::json injected = nlohmann::json::array();
+      for (const Injection& rule : set->entry.inject) {
+        for (const InjectHeader& header : rule.headers) {
+          injected.push_back(rule.host + ":" + std::to_string(rule.port) + " " + header.name);
+        }
+      }
+      answer["inject"] = std::move(injected);
+    }
     table.Set(set->addr, std::move(set->entry));
   } else if (auto* remove = std::get_if<ControlRemove>(&*op)) {
     answer["op"] = "remove";
@@ -214,7 +387,13 @@ nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line) {
   return answer;
 }
 
-void RunControl(int fd, PolicyTable& table, EventSink& events) {
+}  // namespace
+
+nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::string_view line) {
+  return ApplyParsed(table, tls, AnswerFor(line), ParseControlLine(line));
+}
+
+void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events) {
   Probes probes(events);
   std::string pending;
   bool skipping = false;  // inside a line that was too long
@@ -235,13 +414,13 @@ void RunControl(int fd, PolicyTable& table, EventSink& events) {
       }
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-      if (auto op = ParseControlLine(line); op.ok()) {
-        if (auto* probe = std::get_if<ControlProbe>(&*op)) {
-          probes.Start(*probe, AnswerFor(line));
-          continue;
-        }
+      // Parsed once (a CA or a bundle is not loaded twice); a probe answers later.
+      auto op = ParseControlLine(line);
+      if (op.ok() && std::holds_alternative<ControlProbe>(*op)) {
+        probes.Start(std::get<ControlProbe>(*op), AnswerFor(line));
+        continue;
       }
-      events.Emit(ApplyControlLine(table, line));
+      events.Emit(ApplyParsed(table, tls, AnswerFor(line), std::move(op)));
     }
     pending.erase(0, start);
     if (pending.size() > kMaxControlLine) {  // and no end in sight: drop it as it arrives

@@ -4,6 +4,13 @@
 //   {"op":"remove","addr":"10.213.1.5"}
 //   {"op":"clear"}
 //   {"op":"probe","addr":"10.213.0.1","port":3128}
+//   {"op":"ca","cert":"-----BEGIN CERTIFICATE-----...","key":"-----BEGIN PRIVATE KEY-----..."}
+//   {"op":"upstream_ca","pem":"-----BEGIN CERTIFICATE-----..."}
+// and a set's optional credentials (injection.h), per host of its policy:
+//   "inject":[{"host":"api.example.com","header":"Authorization","value":"Bearer ..."}]
+//   (optional "port", default 443; "inject" needs the CA first)
+// A member an op does not have is refused. No answer or error ever quotes a value, a key or
+// the line.
 // An optional "id" (any JSON value) is echoed in the answer. Each line is answered with an
 // event: {"ev":"applied","op":...} or {"ev":"error","error":...} naming what was wrong (a bad
 // entry by its list and index); a refused line leaves the table as it was. A probe is answered
@@ -14,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <variant>
@@ -22,6 +30,7 @@
 #include "policy_table.h"
 #include "sandbox/config/network_policy.h"
 #include "sandbox/core/result.h"
+#include "tls_authority.h"
 
 namespace sandbox::egress {
 
@@ -37,7 +46,16 @@ struct ControlProbe {
   config::IpAddress addr;
   std::uint16_t port = 0;
 };
-using ControlOp = std::variant<ControlSet, ControlRemove, ControlClear, ControlProbe>;
+// The deployment CA that signs the leaf certificates of hosts with credentials.
+struct ControlCa {
+  std::shared_ptr<const CertificateAuthority> authority;
+};
+// CAs trusted for upstreams besides the system's.
+struct ControlUpstreamCa {
+  std::shared_ptr<const UpstreamTrust> trust;
+};
+using ControlOp = std::variant<ControlSet, ControlRemove, ControlClear, ControlProbe, ControlCa,
+                               ControlUpstreamCa>;
 
 // A control line is at most this long (a policy of a few hundred entries fits many times, and
 // so does a PEM bundle of every public CA, about 220 KB), and nested at most this deep (a
@@ -53,13 +71,13 @@ inline constexpr int kMaxConcurrentProbes = 4;
 
 // Parses and applies one line to `table`; returns the event that answers it (a probe's after
 // its connect, up to 2 s later).
-nlohmann::json ApplyControlLine(PolicyTable& table, std::string_view line);
+nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::string_view line);
 
 // Reads control lines from `fd` until its end (the server closed the proxy's stdin) or an
 // error, applying each and emitting its answer. A line longer than kMaxControlLine is
 // answered with an error and skipped. Probes run on threads of their own (so a probe never
 // holds up the lines after it), at most kMaxConcurrentProbes at once; RunControl returns once
 // the running ones are answered.
-void RunControl(int fd, PolicyTable& table, EventSink& events);
+void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events);
 
 }  // namespace sandbox::egress

@@ -21,6 +21,7 @@
 #include "policy_table.h"
 #include "proxy.h"
 #include "socket_address.h"
+#include "tls_authority.h"
 #include "upstream.h"
 
 namespace {
@@ -137,8 +138,9 @@ int main(int argc, char** argv) {
   sandbox::egress::EventSink events(
       [](std::string_view line) { return sandbox::egress::WriteLineToFd(STDOUT_FILENO, line); });
   sandbox::egress::PolicyTable table;
+  sandbox::egress::TlsSettings tls;  // the deployment CA arrives on stdin, if at all
   auto proxy = sandbox::egress::Proxy::Listen(listen->first, listen->second, flags.proxy, table,
-                                              events, sandbox::egress::SystemUpstream());
+                                              tls, events, sandbox::egress::SystemUpstream());
   if (!proxy.ok()) {
     Log(proxy.error().message());
     return 1;
@@ -174,8 +176,8 @@ int main(int argc, char** argv) {
     Log(signal == SIGINT ? "stopping on SIGINT" : "stopping on SIGTERM");
     served.Stop();
   }).detach();
-  std::thread([&served, &table, &events] {
-    sandbox::egress::RunControl(STDIN_FILENO, table, events);
+  std::thread([&served, &table, &tls, &events] {
+    sandbox::egress::RunControl(STDIN_FILENO, table, tls, events);
     Log("stdin closed: stopping");
     served.Stop();
   }).detach();
@@ -193,6 +195,8 @@ int main(int argc, char** argv) {
                {"not_tls", stats.not_tls},
                {"sni_refused", stats.sni_refused},
                {"upstream_failed", stats.upstream_failed},
+               {"injected", stats.injected},
+               {"scrubbed", stats.scrubbed},
                {"events_dropped", events.dropped()}});
   events.Flush();
   // The detached threads still hold references: leave without running destructors.

@@ -10,7 +10,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "injection.h"
 #include "sandbox/config/network_policy.h"
 
 namespace sandbox::egress {
@@ -18,6 +20,7 @@ namespace sandbox::egress {
 struct PoolPolicy {
   std::string pool;  // the pool's name, for refusals and audit lines
   config::NetworkPolicy policy;
+  std::vector<Injection> inject;  // credentials per host of the policy (injection.h)
 };
 
 class PolicyTable {

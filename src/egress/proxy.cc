@@ -24,6 +24,7 @@
 #include "sandbox/http1/request_head.h"
 #include "sandbox/http1/response_framing.h"
 #include "socket_address.h"
+#include "tls_intercept.h"
 
 namespace sandbox::egress {
 namespace {
@@ -75,6 +76,7 @@ struct Conn {
     kConnecting,  // connecting to the chosen address
     kHello,       // CONNECT: the tunnel is established, its ClientHello is arriving
     kRelay,       // bytes flow both ways
+    kIntercept,   // CONNECT to a host with credentials: TLS terminated, HTTP relayed
     kClosing,     // the proxy's last answer is being sent, then the connection closes
   };
 
@@ -97,6 +99,8 @@ struct Conn {
   std::string host;  // the target: a normalized name or an address
   std::uint16_t port = 0;
   std::shared_ptr<const PoolPolicy> policy;
+  const Injection* injection = nullptr;     // CONNECT to a host with credentials (in *policy)
+  std::unique_ptr<TlsIntercept> intercept;  // after policy: it refers to *injection
   // The allowed addresses of the target, tried in order until one connects.
   std::vector<config::IpAddress> candidates;
   std::size_t next_candidate = 0;
@@ -143,14 +147,15 @@ struct Lookup {
 
 class Proxy::Impl {
  public:
-  Impl(Fd listener, Fd epoll, Fd wake, ProxyOptions options, PolicyTable& table, EventSink& events,
-       std::unique_ptr<Upstream> upstream)
+  Impl(Fd listener, Fd epoll, Fd wake, ProxyOptions options, PolicyTable& table, TlsSettings& tls,
+       EventSink& events, std::unique_ptr<Upstream> upstream)
       : listener_(std::move(listener)),
         epoll_(std::move(epoll)),
         wake_(std::move(wake)),
         options_(options),
         limits_(HeadLimitsOf(options)),
         table_(table),
+        tls_(tls),
         events_(events),
         upstream_(std::move(upstream)),
         resolver_(std::max(1, options.resolver_threads), options.max_pending_lookups) {}
@@ -200,7 +205,10 @@ class Proxy::Impl {
   void ConnectFailed(Conn& c, const std::string& why, Clock::time_point now);
   void Connected(Conn& c, Clock::time_point now);
   void CheckHello(Conn& c, Clock::time_point now);
-  void RefuseHello(Conn& c, std::string reason, Clock::time_point now);
+  void RefuseHello(Conn& c, std::string reason, Clock::time_point now,
+                   std::uint8_t alert = kAlertAccessDenied);
+  void StartIntercept(Conn& c, Clock::time_point now);
+  void Intercept(Conn& c, Clock::time_point now);
   void ReadUpstream(Conn& c, Clock::time_point now);
   void FlushUpstream(Conn& c, Clock::time_point now);
   void FlushClient(Conn& c, Clock::time_point now);
@@ -221,6 +229,7 @@ class Proxy::Impl {
   ProxyOptions options_;
   http::HeadLimits limits_;
   PolicyTable& table_;
+  TlsSettings& tls_;
   EventSink& events_;
   std::unique_ptr<Upstream> upstream_;
   std::atomic<bool> stopping_{false};
@@ -378,6 +387,11 @@ std::size_t Proxy::Impl::PreRelayBudget(const Conn& c) const {
 }
 
 void Proxy::Impl::OnClient(Conn& c, std::uint32_t events, Clock::time_point now) {
+  if (c.state == Conn::State::kIntercept) {
+    Intercept(c, now);  // a reset too: what arrived before it (a TLS alert) says why
+    if (!c.dead && (events & (EPOLLERR | EPOLLHUP)) != 0) Close(c, now);
+    return;
+  }
   if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
     Close(c, now);  // reset, or both directions shut: nothing more can be said
     return;
@@ -498,6 +512,22 @@ void Proxy::Impl::Decide(Conn& c, Clock::time_point now) {
   }
   auto name = config::NormalizeHostName(c.host);
   c.host = name.ok() ? *name : c.host;  // DecideName allowed it, so it normalizes
+  if (!c.connect && HasInjectionHost(c.policy->inject, c.host)) {
+    const std::string message = "credentials for " + c.host +
+                                " are added over HTTPS only: use https://" + c.host +
+                                "/ (a plain http:// request there is refused, so a credential "
+                                "never crosses the network in clear text)";
+    Refuse(c, 403, message, "plain http:// to a host with credentials", now);
+    return;
+  }
+  if (c.connect) c.injection = FindInjection(c.policy->inject, c.host, c.port);
+  if (c.injection != nullptr && !tls_.authority()) {
+    Refuse(c, 503,
+           "credentials are set for " + Target(c) +
+               ", but the proxy has no deployment CA to speak TLS for it (control op \"ca\")",
+           "no deployment CA", now);
+    return;
+  }
   c.state = Conn::State::kResolving;
   c.since = now;
   const std::uint64_t id = c.id;
@@ -597,6 +627,18 @@ bool Proxy::Impl::Connect(Conn& c, const config::IpAddress& address, Clock::time
 
 void Proxy::Impl::OnUpstream(Conn& c, std::uint32_t events, Clock::time_point now) {
   if (!c.up.valid()) return;
+  if (c.state == Conn::State::kIntercept) {
+    Intercept(c, now);
+    if (!c.dead && c.up.valid() && (events & (EPOLLERR | EPOLLHUP)) != 0) {
+      // Reset or gone both ways (reported whether asked or not): the end of its stream.
+      if (!c.up_eof) c.intercept->UpstreamEof();
+      c.up_eof = true;
+      c.to_up.Clear();
+      CloseUpstream(c);
+      Intercept(c, now);
+    }
+    return;
+  }
   if (c.state == Conn::State::kConnecting) {
     int error = 0;
     socklen_t len = sizeof(error);
@@ -693,6 +735,10 @@ void Proxy::Impl::CheckHello(Conn& c, Clock::time_point now) {
       break;
     }
   }
+  if (c.injection != nullptr) {
+    StartIntercept(c, now);
+    return;
+  }
   c.to_up.data = std::move(c.in);
   c.to_up.sent = 0;
   std::string().swap(c.in);
@@ -701,13 +747,132 @@ void Proxy::Impl::CheckHello(Conn& c, Clock::time_point now) {
   FlushUpstream(c, now);
 }
 
-void Proxy::Impl::RefuseHello(Conn& c, std::string reason, Clock::time_point now) {
-  Count([](ProxyStats& s) { ++s.sni_refused; });
+// The hello named the host with credentials: the proxy answers it with its own TLS server.
+void Proxy::Impl::StartIntercept(Conn& c, Clock::time_point now) {
+  const auto authority = tls_.authority();
+  auto trust = tls_.upstream_trust();
+  if (!authority || !trust.ok()) {
+    RefuseHello(c, !authority ? "no deployment CA" : trust.error().message(), now,
+                kAlertInternalError);
+    return;
+  }
+  auto session =
+      TlsIntercept::Start(*authority, **trust, *c.injection, limits_, options_.buffer_bytes);
+  if (!session.ok()) {
+    RefuseHello(c, session.error().message(), now, kAlertInternalError);
+    return;
+  }
+  Count([](ProxyStats& s) { ++s.injected; });
+  c.intercept = std::move(*session);
+  c.intercept->FromClient(c.in);
+  std::string().swap(c.in);
+  c.state = Conn::State::kIntercept;
+  c.since = now;  // the handshakes get the head timeout
+  c.last_activity = now;
+  Intercept(c, now);
+}
+
+// Moves ciphertext between the sockets and the session until nothing moves; every step is
+// bounded by the buffers (a side is read only while the session takes more).
+void Proxy::Impl::Intercept(Conn& c, Clock::time_point now) {
+  TlsIntercept& session = *c.intercept;
+  std::array<char, kReadChunk> buf{};
+  // Sends what `out` holds; the bytes sent, or -1 when the peer is gone.
+  const auto send_some = [](int fd, Buffer& out) -> ssize_t {
+    ssize_t total = 0;
+    while (out.pending() > 0) {
+      const ssize_t n = ::send(fd, out.data.data() + out.sent, out.pending(), MSG_NOSIGNAL);
+      if (n > 0) {
+        out.Consumed(static_cast<std::size_t>(n));
+        total += n;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      return -1;
+    }
+    return total;
+  };
+  for (int round = 0; round < 16; ++round) {
+    bool progress = false;
+    while (!c.client_eof && session.wants_client_input()) {
+      const ssize_t n = ::recv(c.client.get(), buf.data(), buf.size(), 0);
+      if (n > 0) {
+        session.FromClient(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        c.last_activity = now;
+        progress = true;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      c.client_eof = true;  // the end, or a reset (the send below then ends the connection)
+      session.ClientEof();
+      progress = true;
+    }
+    while (c.up.valid() && !c.up_eof && session.wants_upstream_input()) {
+      const ssize_t n = ::recv(c.up.get(), buf.data(), buf.size(), 0);
+      if (n > 0) {
+        session.FromUpstream(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        c.bytes_down += static_cast<std::uint64_t>(n);
+        c.last_activity = now;
+        progress = true;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      c.up_eof = true;  // the end, or a reset: the session tells the code what it can
+      session.UpstreamEof();
+      progress = true;
+    }
+    session.Pump();
+    if (c.to_client.pending() < options_.buffer_bytes &&
+        session.TakeForClient(c.to_client.data, options_.buffer_bytes - c.to_client.pending()) >
+            0) {
+      progress = true;
+    }
+    if (c.up.valid() && c.to_up.pending() < options_.buffer_bytes &&
+        session.TakeForUpstream(c.to_up.data, options_.buffer_bytes - c.to_up.pending()) > 0) {
+      progress = true;
+    }
+    const ssize_t to_client = send_some(c.client.get(), c.to_client);
+    if (to_client < 0) {
+      Close(c, now);
+      return;
+    }
+    if (to_client > 0) {
+      c.last_activity = now;
+      progress = true;
+    }
+    if (c.up.valid()) {
+      const ssize_t to_up = send_some(c.up.get(), c.to_up);
+      if (to_up < 0) {
+        c.to_up.Clear();
+        CloseUpstream(c);
+        if (!c.up_eof) session.UpstreamEof();
+        c.up_eof = true;
+        progress = true;
+      } else if (to_up > 0) {
+        c.bytes_up += static_cast<std::uint64_t>(to_up);
+        c.last_activity = now;
+        progress = true;
+      }
+    }
+    if (!progress) break;
+  }
+  if (c.up.valid() && session.upstream_finished() && c.to_up.pending() == 0 &&
+      session.upstream_pending() == 0) {
+    CloseUpstream(c);
+  }
+  if (session.client_finished() && c.to_client.pending() == 0 && session.client_pending() == 0) {
+    Close(c, now);
+  }
+}
+
+void Proxy::Impl::RefuseHello(Conn& c, std::string reason, Clock::time_point now,
+                              std::uint8_t alert) {
+  if (alert == kAlertAccessDenied) Count([](ProxyStats& s) { ++s.sni_refused; });
   c.verdict = "refused";
   c.reason = std::move(reason);
   CloseUpstream(c);
   std::string().swap(c.in);
-  c.to_client.data.append(TlsAlert(kAlertAccessDenied));
+  c.to_client.data.append(TlsAlert(alert));
   c.state = Conn::State::kClosing;
   c.since = now;
   FlushClient(c, now);
@@ -885,6 +1050,19 @@ void Proxy::Impl::Close(Conn& c, Clock::time_point now) {
         {"bytes_down", c.bytes_down},
         {"ms", ms.count()}};
     if (!c.upstream_address.empty()) event["upstream"] = c.upstream_address;
+    if (c.intercept) {
+      // Never a value: whether credentials were added, to how many requests, and how many
+      // times a secret was scrubbed from the responses.
+      const InjectRelay& relay = c.intercept->relay();
+      if (const std::string problem = c.intercept->problem(); !problem.empty()) {
+        event["reason"] = c.reason + "; " + problem;
+      }
+      event["injected"] = true;
+      event["requests"] = relay.requests();
+      event["scrubbed"] = relay.scrubbed();
+      if (relay.last_status() != 0) event["last_status"] = relay.last_status();
+      Count([&relay](ProxyStats& s) { s.scrubbed += relay.scrubbed(); });
+    }
     events_.Emit(event);
   }
   auto it = conns_.find(c.id);
@@ -910,6 +1088,10 @@ void Proxy::Impl::UpdateInterest(Conn& c) {
         want = EPOLLIN | EPOLLRDHUP;
       }
       break;
+    case Conn::State::kIntercept:
+      if (!c.client_eof && c.intercept->wants_client_input()) want = EPOLLIN | EPOLLRDHUP;
+      if (c.intercept->client_pending() > 0) want |= EPOLLOUT;  // to be taken once it is sent
+      break;
     case Conn::State::kClosing:
       if (c.lingering) want = EPOLLIN | EPOLLRDHUP;
       break;
@@ -931,6 +1113,9 @@ void Proxy::Impl::UpdateInterest(Conn& c) {
     } else if (c.state == Conn::State::kRelay) {
       if (!c.up_eof && c.to_client.pending() < options_.buffer_bytes) up |= EPOLLIN | EPOLLRDHUP;
       if (c.to_up.pending() > 0) up |= EPOLLOUT;
+    } else if (c.state == Conn::State::kIntercept) {
+      if (!c.up_eof && c.intercept->wants_upstream_input()) up |= EPOLLIN | EPOLLRDHUP;
+      if (c.to_up.pending() > 0 || c.intercept->upstream_pending() > 0) up |= EPOLLOUT;
     }
     if (up != c.up_mask) {
       epoll_event ev{};
@@ -986,6 +1171,16 @@ void Proxy::Impl::Sweep(Clock::time_point now) {
           Close(*c, now);
         }
         break;
+      case Conn::State::kIntercept:
+        if (!c->intercept->handshaken() && now - c->since > options_.head_timeout) {
+          c->reason += "; the TLS handshakes did not complete within " +
+                       std::to_string(Seconds(options_.head_timeout)) + " s";
+          Close(*c, now);
+        } else if (now - c->last_activity > options_.idle_timeout) {
+          c->reason += "; idle for " + std::to_string(Seconds(options_.idle_timeout)) + " s";
+          Close(*c, now);
+        }
+        break;
       case Conn::State::kRelay:
         if (now - c->last_activity > options_.idle_timeout) {
           c->reason += "; idle for " + std::to_string(Seconds(options_.idle_timeout)) + " s";
@@ -1010,7 +1205,7 @@ std::string Proxy::Impl::Target(const Conn& c) const {
 
 Result<std::unique_ptr<Proxy>> Proxy::Listen(const std::string& host, int port,
                                              ProxyOptions options, PolicyTable& table,
-                                             EventSink& events,
+                                             TlsSettings& tls, EventSink& events,
                                              std::unique_ptr<Upstream> upstream) {
   auto address = ResolveListenAddress(host, port, SOCK_STREAM);
   if (!address.ok()) return address.error();
@@ -1032,7 +1227,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Listen(const std::string& host, int port,
     return Error(ErrorCode::kInternal, "cannot create the proxy's epoll: " + ErrnoText(errno));
   }
   auto impl = std::make_unique<Impl>(std::move(listener), std::move(epoll), std::move(wake),
-                                     options, table, events, std::move(upstream));
+                                     options, table, tls, events, std::move(upstream));
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl), bound));
 }
 

@@ -7,7 +7,11 @@
 //     decided again, and the first allowed one is connected to;
 //   - a CONNECT tunnel carries TLS only, and its ClientHello's SNI must name the CONNECT
 //     target (else a TLS access_denied alert) before a byte of it is forwarded;
-//   - a plain HTTP request is sent upstream as its own origin-form head, one per connection.
+//   - a plain HTTP request is sent upstream as its own origin-form head, one per connection;
+//   - a CONNECT to a host with credentials (injection.h) is terminated: TLS toward the code
+//     with a leaf certificate of the deployment CA, TLS toward the upstream, verified, and
+//     HTTP/1.1 between them with the headers injected and the responses scrubbed
+//     (tls_intercept.h); a plain http:// request to such a host is a 403.
 // Each connection ends with a {"ev":"conn",...} audit event.
 // Thread-safety: Run on one thread; Stop and stats from any.
 #pragma once
@@ -21,6 +25,7 @@
 #include "event_sink.h"
 #include "policy_table.h"
 #include "sandbox/core/result.h"
+#include "tls_authority.h"
 #include "upstream.h"
 
 namespace sandbox::egress {
@@ -57,6 +62,8 @@ struct ProxyStats {
   std::uint64_t not_tls = 0;          // CONNECT tunnels that did not start with TLS
   std::uint64_t sni_refused = 0;      // ClientHellos refused with an alert
   std::uint64_t upstream_failed = 0;  // allowed, but resolving or connecting failed (502/504)
+  std::uint64_t injected = 0;         // tunnels terminated to inject credentials
+  std::uint64_t scrubbed = 0;         // secrets scrubbed from their responses
   std::size_t open = 0;               // connections open now
 };
 
@@ -65,7 +72,7 @@ class Proxy {
   // Binds `host`:`port` (port 0: any free port, see port()).
   static Result<std::unique_ptr<Proxy>> Listen(const std::string& host, int port,
                                                ProxyOptions options, PolicyTable& table,
-                                               EventSink& events,
+                                               TlsSettings& tls, EventSink& events,
                                                std::unique_ptr<Upstream> upstream);
   ~Proxy();
   Proxy(const Proxy&) = delete;

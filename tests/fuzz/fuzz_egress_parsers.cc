@@ -13,8 +13,16 @@
 //     is never longer than the query, and is a response with NXDOMAIN.
 //   - A proxy request head (TargetForms::kProxy) that parses has a target with a port, and a
 //     path starting with '/' unless it is a CONNECT.
+//   - The scrubber (scrubber.h) fed in any pieces gives what it gives the whole at once, the
+//     same length, and no secret in it.
+//   - The relay of a host with credentials (inject_relay.h), whatever the code and the upstream
+//     send in whatever pieces: every request head the upstream gets parses strictly and carries
+//     the injected header exactly once with its value and the pinned Host; the code's side
+//     never holds a secret (a scrub pattern) at all.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -22,10 +30,14 @@
 #include "egress/client_hello.h"
 #include "egress/control.h"
 #include "egress/dns_answer.h"
+#include "egress/inject_relay.h"
+#include "egress/injection.h"
 #include "egress/policy_table.h"
+#include "egress/scrubber.h"
 #include "fuzz/fuzz_check.h"
 #include "sandbox/config/network_policy.h"
 #include "sandbox/http1/request_head.h"
+#include "sandbox/http1/text.h"
 
 namespace {
 
@@ -99,7 +111,8 @@ void CheckControl(std::string_view line) {
   // A probe connects somewhere for up to 2 s: parsed here, never run.
   if (op.ok() && std::holds_alternative<sandbox::egress::ControlProbe>(*op)) return;
   sandbox::egress::PolicyTable table;
-  const auto answer = sandbox::egress::ApplyControlLine(table, line);
+  sandbox::egress::TlsSettings tls;
+  const auto answer = sandbox::egress::ApplyControlLine(table, tls, line);
   FUZZ_CHECK(answer.contains("ev"), "every line is answered");
   FUZZ_CHECK((answer["ev"] == "applied") == op.ok(), "applied exactly when it parses");
 }
@@ -128,6 +141,112 @@ void CheckProxyHead(std::string_view head) {
   }
 }
 
+constexpr char kSecret[] = "Bearer sk-fuzz-0123456789abcdef";
+
+const sandbox::egress::Injection& Rule() {
+  static const sandbox::egress::Injection rule = [] {
+    sandbox::egress::Injection r;
+    r.host = "api.example.com";
+    r.headers = {{"Authorization", kSecret}};
+    r.scrub = sandbox::egress::ScrubPatterns(kSecret);
+    return r;
+  }();
+  return rule;
+}
+
+bool HoldsSecret(std::string_view text) {
+  for (const std::string& pattern : Rule().scrub) {
+    if (text.find(pattern) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+void CheckScrubber(std::string_view bytes, std::size_t piece) {
+  std::string whole(bytes);
+  sandbox::egress::Scrubber at_once(Rule().scrub);
+  at_once.ScrubWhole(whole);
+  sandbox::egress::Scrubber streamed(Rule().scrub);
+  std::string out;
+  for (std::size_t at = 0; at < bytes.size(); at += piece) {
+    streamed.Feed(bytes.substr(at, piece), out);
+  }
+  streamed.Finish(out);
+  FUZZ_CHECK(out.size() == bytes.size(), "scrubbing keeps the length");
+  FUZZ_CHECK(!HoldsSecret(out), "no secret is left");
+  FUZZ_CHECK(out == whole, "pieces or whole, the same");
+}
+
+// The requests the upstream got, head by head (a cut-off tail allowed).
+void CheckUpstreamRequests(std::string_view stream) {
+  const sandbox::http::HeadLimits limits;
+  while (!stream.empty()) {
+    const auto end = stream.find("\r\n\r\n");
+    if (end == std::string_view::npos) return;  // the connection ended inside it
+    auto parsed = sandbox::http::ParseRequestHead(stream.substr(0, end + 4), limits);
+    auto* head = std::get_if<sandbox::http::RequestHead>(&parsed);
+    FUZZ_CHECK(head != nullptr, "every forwarded head parses strictly");
+    int injected = 0;
+    for (const auto& [name, value] : head->headers) {
+      if (sandbox::http::Lower(name) == "authorization") {
+        FUZZ_CHECK(value == kSecret, "the only Authorization is the rule's");
+        ++injected;
+      }
+    }
+    FUZZ_CHECK(injected == 1, "the credential is there exactly once");
+    FUZZ_CHECK(head->Header("host") == std::optional<std::string_view>("api.example.com"),
+               "Host is pinned");
+    stream.remove_prefix(end + 4);
+    const auto body = static_cast<std::size_t>(head->content_length);
+    if (stream.size() < body) return;
+    stream.remove_prefix(body);
+  }
+}
+
+// Input: a byte for where the code's part ends, a byte for the piece size, then the code's bytes
+// and the upstream's, fed alternately in pieces.
+void CheckInjectRelay(std::string_view bytes) {
+  if (bytes.size() < 2) return;
+  const std::size_t split = 2 + (bytes.size() - 2) * static_cast<unsigned char>(bytes[0]) / 256;
+  const std::size_t piece = 1 + static_cast<unsigned char>(bytes[1]) % 64;
+  std::string_view client = bytes.substr(2, split - 2);
+  std::string_view upstream = bytes.substr(split);
+  CheckScrubber(upstream, piece);
+  sandbox::http::HeadLimits limits;
+  limits.max_head_bytes = 4096;
+  sandbox::egress::InjectRelay relay(Rule(), limits, 4096);
+  std::string to_upstream;
+  std::string to_client;
+  const auto drain = [&] {
+    to_upstream += relay.to_upstream();
+    relay.to_upstream().clear();
+    to_client += relay.to_client();
+    relay.to_client().clear();
+  };
+  // A side is fed while the relay takes more (as the proxy reads a socket); when neither is,
+  // what is left is never delivered.
+  for (bool fed = true; fed;) {
+    fed = false;
+    if (!client.empty() && relay.wants_client_input()) {
+      relay.FromClient(client.substr(0, piece));
+      client.remove_prefix(std::min(piece, client.size()));
+      fed = true;
+    }
+    drain();
+    if (!upstream.empty() && relay.wants_upstream_input()) {
+      relay.FromUpstream(upstream.substr(0, piece));
+      upstream.remove_prefix(std::min(piece, upstream.size()));
+      fed = true;
+    }
+    drain();
+  }
+  relay.ClientEof();
+  relay.UpstreamEof();
+  drain();
+  FUZZ_CHECK(!HoldsSecret(to_client), "the code never sees a secret");
+  FUZZ_CHECK(!HoldsSecret(relay.problem()), "nor does the audit line hold one");
+  CheckUpstreamRequests(to_upstream);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -139,5 +258,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   CheckControl(bytes);
   CheckDns(bytes);
   CheckProxyHead(bytes);
+  CheckInjectRelay(bytes);
   return 0;
 }

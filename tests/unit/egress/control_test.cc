@@ -31,7 +31,8 @@ constexpr char kSetData[] =
 
 TEST(ControlTest, SetPutsThePoolsPolicyUnderTheAddress) {
   PolicyTable table;
-  const auto answer = ApplyControlLine(table, kSetData);
+  TlsSettings tls;
+  const auto answer = ApplyControlLine(table, tls, kSetData);
   EXPECT_EQ(answer["ev"], "applied") << answer.dump();
   EXPECT_EQ(answer["op"], "set");
   EXPECT_EQ(answer["pool"], "data");
@@ -52,10 +53,12 @@ TEST(ControlTest, SetPutsThePoolsPolicyUnderTheAddress) {
 
 TEST(ControlTest, ABadEntryIsNamedAndTheTableIsUnchanged) {
   PolicyTable table;
-  ASSERT_EQ(ApplyControlLine(table, kSetData)["ev"], "applied");
+  TlsSettings tls;
+  ASSERT_EQ(ApplyControlLine(table, tls, kSetData)["ev"], "applied");
   const auto answer =
-      ApplyControlLine(table, R"({"op":"set","addr":"10.213.1.5","pool":"other","id":"x",)"
-                              R"("policy":{"mode":"allowlist","allow":["pypi.org","127.0.0.1"]}})");
+      ApplyControlLine(table, tls,
+                       R"({"op":"set","addr":"10.213.1.5","pool":"other","id":"x",)"
+                       R"("policy":{"mode":"allowlist","allow":["pypi.org","127.0.0.1"]}})");
   EXPECT_EQ(answer["ev"], "error");
   EXPECT_EQ(answer["id"], "x");
   const std::string error = answer["error"];
@@ -96,23 +99,25 @@ TEST(ControlTest, RefusesMalformedLinesSayingWhy) {
 }
 
 TEST(ControlTest, ALineNestedTooDeepIsRefusedBeforeItIsParsed) {
-  std::string deep = R"({"op":"clear","x":)";
+  std::string deep = R"({"op":"clear","id":)";
   for (int i = 0; i < 10'000; ++i) deep += "[";
   PolicyTable table;
-  const auto answer = ApplyControlLine(table, deep);
+  TlsSettings tls;
+  const auto answer = ApplyControlLine(table, tls, deep);
   EXPECT_EQ(answer["ev"], "error");
   const std::string error = answer["error"];
   EXPECT_NE(error.find("nested deeper than 8 levels"), std::string::npos) << error;
   // Within the limit, the same op applies.
-  EXPECT_EQ(ApplyControlLine(table, R"({"op":"clear","x":[[[[[[1]]]]]]})")["ev"], "applied");
+  EXPECT_EQ(ApplyControlLine(table, tls, R"({"op":"clear","id":[[[[[[1]]]]]]})")["ev"], "applied");
 }
 
 TEST(ControlTest, AMalformedLineIsNeverQuotedInItsAnswer) {
   PolicyTable table;
+  TlsSettings tls;
   for (const char* line : {R"({"op":"set","value":"Bearer sk-live-0123456789)",
                            R"({"op":"set","value":"Bearer sk-live-0123456789" x})",
                            "{\"value\":\"Bearer sk-live-0123456789\n\"}"}) {
-    const auto answer = ApplyControlLine(table, line);
+    const auto answer = ApplyControlLine(table, tls, line);
     EXPECT_EQ(answer["ev"], "error");
     const std::string error = answer["error"];
     EXPECT_NE(error.find("invalid JSON"), std::string::npos) << error;
@@ -126,6 +131,7 @@ TEST(ControlTest, RunControlSkipsALineLongerThanTheLimitAndGoesOn) {
   std::mutex mutex;
   std::vector<std::string> lines;
   PolicyTable table;
+  TlsSettings tls;
   {
     EventSink events([&](std::string_view line) {
       const std::lock_guard lock(mutex);
@@ -144,7 +150,7 @@ TEST(ControlTest, RunControlSkipsALineLongerThanTheLimitAndGoesOn) {
       }
       ::close(fds[1]);
     });
-    RunControl(fds[0], table, events);
+    RunControl(fds[0], table, tls, events);
     writer.join();
     ::close(fds[0]);
     events.Flush();
@@ -173,17 +179,18 @@ struct ProbePorts {
 TEST(ControlTest, AProbeAnswersTheErrnoOfItsConnect) {
   const ProbePorts ports;
   PolicyTable table;
-  const auto open =
-      ApplyControlLine(table, R"({"op":"probe","addr":"127.0.0.1","id":"p1","port":)" +
-                                  std::to_string(BoundPort(ports.listening.get())) + "}");
+  TlsSettings tls;
+  const auto open = ApplyControlLine(table, tls,
+                                     R"({"op":"probe","addr":"127.0.0.1","id":"p1","port":)" +
+                                         std::to_string(BoundPort(ports.listening.get())) + "}");
   EXPECT_EQ(open["ev"], "probe") << open.dump();
   EXPECT_EQ(open["id"], "p1");
   EXPECT_EQ(open["addr"], "127.0.0.1");
   EXPECT_EQ(open["errno"], 0);
   EXPECT_EQ(open["error"], "Success");
-  const auto refused =
-      ApplyControlLine(table, R"({"op":"probe","addr":"127.0.0.1","port":)" +
-                                  std::to_string(BoundPort(ports.closed.get())) + "}");
+  const auto refused = ApplyControlLine(table, tls,
+                                        R"({"op":"probe","addr":"127.0.0.1","port":)" +
+                                            std::to_string(BoundPort(ports.closed.get())) + "}");
   EXPECT_EQ(refused["errno"], ECONNREFUSED) << refused.dump();
   EXPECT_EQ(refused["error"], "Connection refused");
   EXPECT_EQ(table.size(), 0U);
@@ -195,7 +202,7 @@ TEST(ControlTest, AProbeAnswersTheErrnoOfItsConnect) {
            {R"({"op":"probe","addr":"127.0.0.1","port":65536})", "\"port\""},
            {R"({"op":"probe","addr":"gateway","port":80})", "\"addr\""},
        }) {
-    const auto answer = ApplyControlLine(table, line);
+    const auto answer = ApplyControlLine(table, tls, line);
     EXPECT_EQ(answer["ev"], "error") << line;
     EXPECT_NE(answer["error"].get<std::string>().find(says), std::string::npos) << answer.dump();
   }
@@ -208,6 +215,7 @@ TEST(ControlTest, RunControlAnswersAProbeWithoutHoldingUpTheLinesAfterIt) {
   std::mutex mutex;
   std::vector<nlohmann::json> lines;
   PolicyTable table;
+  TlsSettings tls;
   {
     EventSink events([&](std::string_view line) {
       const std::lock_guard lock(mutex);
@@ -219,7 +227,7 @@ TEST(ControlTest, RunControlAnswersAProbeWithoutHoldingUpTheLinesAfterIt) {
                               "\n";
     ASSERT_EQ(::write(fds[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
     ::close(fds[1]);
-    RunControl(fds[0], table, events);  // returns once the probe is answered
+    RunControl(fds[0], table, tls, events);  // returns once the probe is answered
     ::close(fds[0]);
     events.Flush();
   }
@@ -232,16 +240,18 @@ TEST(ControlTest, RunControlAnswersAProbeWithoutHoldingUpTheLinesAfterIt) {
 
 TEST(ControlTest, RemoveAndClear) {
   PolicyTable table;
-  ASSERT_EQ(ApplyControlLine(table, kSetData)["ev"], "applied");
-  ASSERT_EQ(ApplyControlLine(table, R"({"op":"set","addr":"10.213.1.6","pool":"p",)"
-                                    R"("policy":{"mode":"none"}})")["ev"],
+  TlsSettings tls;
+  ASSERT_EQ(ApplyControlLine(table, tls, kSetData)["ev"], "applied");
+  ASSERT_EQ(ApplyControlLine(table, tls,
+                             R"({"op":"set","addr":"10.213.1.6","pool":"p",)"
+                             R"("policy":{"mode":"none"}})")["ev"],
             "applied");
   EXPECT_EQ(table.size(), 2U);
-  auto removed = ApplyControlLine(table, R"({"op":"remove","addr":"10.213.1.5"})");
+  auto removed = ApplyControlLine(table, tls, R"({"op":"remove","addr":"10.213.1.5"})");
   EXPECT_EQ(removed["found"], true);
   EXPECT_EQ(table.Find(Ip("10.213.1.5")), nullptr);
-  EXPECT_EQ(ApplyControlLine(table, R"({"op":"remove","addr":"10.213.1.5"})")["found"], false);
-  EXPECT_EQ(ApplyControlLine(table, R"({"op":"clear"})")["entries"], 0);
+  EXPECT_EQ(ApplyControlLine(table, tls, R"({"op":"remove","addr":"10.213.1.5"})")["found"], false);
+  EXPECT_EQ(ApplyControlLine(table, tls, R"({"op":"clear"})")["entries"], 0);
   EXPECT_EQ(table.size(), 0U);
 }
 
@@ -251,6 +261,7 @@ TEST(ControlTest, RunControlAnswersEachLineUntilTheEnd) {
   std::mutex mutex;
   std::vector<std::string> lines;
   PolicyTable table;
+  TlsSettings tls;
   {
     EventSink events([&](std::string_view line) {
       const std::lock_guard lock(mutex);
@@ -261,7 +272,7 @@ TEST(ControlTest, RunControlAnswersEachLineUntilTheEnd) {
                               R"({"op":"remove","addr":"10.213.1.5"})" + "\n";
     ASSERT_EQ(::write(fds[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
     ::close(fds[1]);
-    RunControl(fds[0], table, events);
+    RunControl(fds[0], table, tls, events);
     ::close(fds[0]);
     events.Flush();
   }
