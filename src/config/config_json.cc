@@ -222,6 +222,9 @@ Status ApplyEgress(const json& doc, const std::string& path, EgressConfig& egres
   SANDBOX_RETURN_IF_ERROR(r.Read("subnets", egress.subnets));
   SANDBOX_RETURN_IF_ERROR(r.Read("upstream_network", egress.upstream_network));
   SANDBOX_RETURN_IF_ERROR(r.Read("require_host_firewall", egress.require_host_firewall));
+  SANDBOX_RETURN_IF_ERROR(r.Read("ca_cert_file", egress.ca_cert_file));
+  SANDBOX_RETURN_IF_ERROR(r.Read("ca_key_file", egress.ca_key_file));
+  SANDBOX_RETURN_IF_ERROR(r.Read("upstream_ca_file", egress.upstream_ca_file));
   return r.RejectUnknown();
 }
 

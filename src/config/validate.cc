@@ -449,6 +449,19 @@ Status Validate(const Config& config, const HostLimits& host) {
     SANDBOX_RETURN_IF_ERROR(CheckPoolNetwork(p, path + ".network"));
   }
   SANDBOX_RETURN_IF_ERROR(CheckEgress(config.egress));
+  for (std::size_t i = 0; i < config.pools.size(); ++i) {
+    if (config.pools[i].network.inject.empty()) continue;
+    if (config.egress.ca_cert_file.empty() || config.egress.ca_key_file.empty()) {
+      return Invalid("pools[" + std::to_string(i) + "].network.inject",
+                     "credentials need the deployment CA: set egress.ca_cert_file and "
+                     "egress.ca_key_file (docs/network.md, \"Credentials\")");
+    }
+  }
+  if (config.egress.ca_cert_file.empty() != config.egress.ca_key_file.empty()) {
+    return Invalid(
+        config.egress.ca_cert_file.empty() ? "egress.ca_cert_file" : "egress.ca_key_file",
+        "set both the certificate and the key, or neither");
+  }
   if (FindPool(config, config.default_pool) == nullptr) {
     return Invalid("default_pool", "no pool named \"" + config.default_pool + "\"");
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "egress_setup.h"
 #include "engines.h"
 #include "front_end.h"
 #include "mcp_setup.h"
@@ -145,15 +146,9 @@ int Run(const Invocation& invocation, const Extensions& extensions) {
       sandbox::service::FormatOwner(*self);
   // The proxies and networks of pools with a network policy (docs/network.md); they outlive
   // the engine below, whose sandboxes hold their links.
-  sandbox::service::EgressOptions egress_options;
-  egress_options.config = config.egress;
-  egress_options.instance_id = config.instance_id;
-  egress_options.labels = service_options.container_labels;
-  egress_options.audit = logger->clone("audit");
-  egress_options.on_event = [&metrics](const sandbox::service::EgressEvent& event) {
-    metrics.RecordEgress(event.pool, event.engine, event.kind, event.verdict);
-  };
-  sandbox::service::EgressGateways egress(std::move(egress_options), logger);
+  auto egress_options = EgressOptionsOf(config, service_options.container_labels, metrics, logger);
+  if (!egress_options.ok()) return Fail(logger, egress_options.error());
+  sandbox::service::EgressGateways egress(std::move(*egress_options), logger);
   if (auto checked = CheckEgressImage(config, engine_list); !checked.ok()) {
     return Fail(logger, checked.error());
   }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "sandbox/core/json.h"
 #include "sandbox/core/log_context.h"
@@ -186,6 +188,7 @@ class EgressGateway final : public runner::EgressLink {
     if (network_name_.empty()) SANDBOX_RETURN_IF_ERROR(MakeNetwork(deadline));
     SANDBOX_RETURN_IF_ERROR(LaunchProxy(deadline));
     auto probed = ProbeFirewall(deadline);
+    if (probed.ok()) probed = SendCredentialTrust(deadline);
     if (!probed.ok()) {
       StopProxy();
       return probed;
@@ -294,6 +297,30 @@ class EgressGateway final : public runner::EgressLink {
     return OkStatus();
   }
 
+  // The deployment CA and the extra upstream trust, before any sandbox's credentials.
+  Status SendCredentialTrust(Deadline deadline) {
+    const auto& o = options_;
+    std::vector<std::pair<std::string, nlohmann::json>> lines;
+    if (!o.ca_cert_pem.empty()) {
+      lines.emplace_back(
+          "the deployment CA (egress.ca_cert_file, egress.ca_key_file)",
+          nlohmann::json{{"op", "ca"}, {"cert", o.ca_cert_pem}, {"key", o.ca_key_pem}});
+    }
+    if (!o.upstream_ca_pem.empty()) {
+      lines.emplace_back("egress.upstream_ca_file",
+                         nlohmann::json{{"op", "upstream_ca"}, {"pem", o.upstream_ca_pem}});
+    }
+    for (auto& [what, line] : lines) {
+      auto answer = Ask(std::move(line), deadline);
+      if (!answer.ok()) return answer.error().WithContext("send " + what + " to the egress proxy");
+      if (Text(*answer, "ev") != "applied") {
+        return Error(ErrorCode::kInvalidArgument,
+                     "the egress proxy refused " + what + ": " + Text(*answer, "error"));
+      }
+    }
+    return OkStatus();
+  }
+
   Status ProbeFirewall(Deadline deadline) {
     auto answer = Ask({{"op", "probe"}, {"addr", gateway_address_}, {"port", 1}}, deadline);
     std::string problem;
@@ -363,9 +390,22 @@ class EgressGateway final : public runner::EgressLink {
   }
 
   Status Tell(const std::string& address, const config::NetworkPolicy& policy, Deadline deadline) {
-    auto answer =
-        Ask({{"op", "set"}, {"addr", address}, {"pool", pool_}, {"policy", PolicyJson(policy)}},
-            deadline);
+    nlohmann::json line = {
+        {"op", "set"}, {"addr", address}, {"pool", pool_}, {"policy", PolicyJson(policy)}};
+    // The credentials of the hosts the address may reach now (a narrowing may leave some out).
+    nlohmann::json inject = nlohmann::json::array();
+    for (const auto& rule : policy.inject) {
+      if (!config::DecideName(policy, rule.host, 443).allowed) continue;
+      auto value = options_.secret ? options_.secret(rule.value_env) : std::nullopt;
+      if (!value) {
+        return Error(ErrorCode::kInvalidArgument,
+                     "pool '" + pool_ + "': the credential for " + rule.host +
+                         " is missing: the server's environment has no " + rule.value_env);
+      }
+      inject.push_back({{"host", rule.host}, {"header", rule.header}, {"value", *value}});
+    }
+    if (!inject.empty()) line["inject"] = std::move(inject);
+    auto answer = Ask(std::move(line), deadline);
     if (!answer.ok()) return answer.error();
     if (Text(*answer, "ev") != "applied") {
       return Error(ErrorCode::kInternal,

@@ -312,6 +312,13 @@ struct EgressConfig {
   // A pool with a network policy starts only on a host whose firewall isolates its networks
   // (deploy/egress/host-firewall.sh); the proxy probes it. false: a warning instead.
   bool require_host_firewall = true;
+  // The deployment CA the proxy mints its certificates for credential hosts from (PEM files
+  // the server reads at start-up; needed when a pool has network.inject). Every pool with
+  // credentials needs an image that trusts the certificate (docs/network.md, "Credentials").
+  std::string ca_cert_file;
+  std::string ca_key_file;
+  // More CAs the proxy trusts for the credential hosts' own certificates, besides the system's.
+  std::string upstream_ca_file;
 
   bool operator==(const EgressConfig&) const = default;
 };

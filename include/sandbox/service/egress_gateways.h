@@ -60,6 +60,12 @@ struct EgressOptions {
   std::chrono::milliseconds ready_timeout{30000};    // proxy started -> `ready`
   std::function<void(const EgressEvent&)> on_event;  // from a gateway's reader thread
   std::shared_ptr<spdlog::logger> audit;             // null: no audit lines
+  // Credentials (network.inject): the deployment CA (PEM; empty: none), the extra upstream
+  // trust, and the value of a server environment variable (nullopt: unset). Never logged.
+  std::string ca_cert_pem;
+  std::string ca_key_pem;
+  std::string upstream_ca_pem;
+  std::function<std::optional<std::string>(const std::string& name)> secret;
 };
 
 class EgressGateway;

@@ -213,10 +213,20 @@ TEST(NetworkConfigTest, PoolsReadTheirPolicyAndRefusalsNameTheEntry) {
 }
 
 TEST(NetworkConfigTest, TheIndexAndTheCredentialsMustBeAllowed) {
-  EXPECT_EQ(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org",
+  // Valid, but credentials need the deployment CA.
+  EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org",
       "files.pythonhosted.org"], "pip_index_url": "https://pypi.org/simple/",
       "inject": [{"host": "pypi.org", "header": "Authorization", "value_env": "TOKEN"}]}})"),
-            "");
+              HasSubstr("pools[0].network.inject: credentials need the deployment CA"));
+  auto with_ca = ApplyJson(Config{}, nlohmann::json::parse(R"({
+      "egress": {"ca_cert_file": "/ca.pem", "ca_key_file": "/ca.key"},
+      "pools": [{"name": "default", "network": {"mode": "allowlist", "allow": ["pypi.org"],
+        "inject": [{"host": "pypi.org", "header": "Authorization", "value_env": "T"}]}}]})"));
+  ASSERT_TRUE(with_ca.ok()) << with_ca.error().message();
+  EXPECT_TRUE(Validate(*with_ca).ok());
+  auto half = ApplyJson(Config{}, nlohmann::json::parse(R"({"egress": {"ca_key_file": "/k"}})"));
+  ASSERT_TRUE(half.ok());
+  EXPECT_THAT(Validate(*half).error().message(), HasSubstr("egress.ca_cert_file: set both"));
   EXPECT_THAT(ConfigError(R"({"network": {"mode": "allowlist", "allow": ["pypi.org"],
                                           "pip_index_url": "https://evil.example/simple/"}})"),
               HasSubstr("pools[0].network.pip_index_url: its host is not allowed"));
