@@ -177,11 +177,6 @@ std::optional<ApiError> ParseExecuteRequest(const json& body, std::size_t max_co
                   "memory_bytes: a session's memory limit is fixed when it is created; omit it "
                   "here, or create a session with the memory you need");
   }
-  if (!session_id.empty() && request.network) {
-    return Refuse("network",
-                  "network: a session's network is set when it is created (POST /v1/sessions); "
-                  "omit it here");
-  }
   return std::nullopt;
 }
 

@@ -242,11 +242,6 @@ Result<ParsedCall> CheckCall(const json& arguments, const std::vector<PoolChoice
           "memory_bytes here, or create a session with the memory you need "
           "(session_create's memory_bytes)");
     }
-    if (call->request.network) {
-      return Invalid(
-          "network: a session's network is set when it is created (session_create's network); "
-          "omit it here");
-    }
   }
   return call;
 }

@@ -682,10 +682,29 @@ Result<exec::RunResult> SessionManager::Run(const std::string& principal,
   runner::RunLimits limits = s->limits;
   if (request.limits.timeout_s) limits.timeout_s = resolved->timeout_s;
   if (request.limits.output_bytes) limits.output_bytes = resolved->output_bytes;
+  // A call may narrow the session's network from now on, never widen it.
+  auto network = resolver_.ResolveNetwork(s->pool, request.network);
+  if (!network.ok()) return network.error();
 
   auto call = Call::Begin(s, config_.sessions.busy_wait);
   if (!call.ok()) return call.error();
   SANDBOX_RETURN_IF_ERROR(EnsureSandbox(*s));
+  if (*network) {
+    config::NetworkPolicy narrowed = **network;
+    {
+      std::lock_guard state(s->state_mu);
+      if (s->network) {
+        if (auto within = config::CheckNarrows(*s->network, narrowed); !within.ok()) {
+          return Invalid("network: the session's network is narrower already: " +
+                         within.error().message());
+        }
+        narrowed = config::Narrowed(*s->network, narrowed);
+      }
+    }
+    SANDBOX_RETURN_IF_ERROR(s->sandbox()->SetNetwork(&narrowed));
+    std::lock_guard state(s->state_mu);
+    s->network = std::move(narrowed);
+  }
   std::string notice;
   {
     std::lock_guard state(s->state_mu);

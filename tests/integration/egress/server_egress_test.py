@@ -103,6 +103,7 @@ class EgressServerTest(unittest.TestCase):
                 }},
             ],
         }
+        cls.config = config
         cls.config_path = tempfile.mktemp(prefix="egress-server-", suffix=".json")
         with open(cls.config_path, "w") as f:
             json.dump(config, f)
@@ -371,6 +372,25 @@ print(json.dumps({"proxy_env": os.environ.get("http_proxy", ""),
         self.assertEqual(status, 400, body)
         self.assertIn("has no network", json.dumps(body))
 
+    def test_a_live_session_can_be_narrowed(self):
+        status, session = self.post("/v1/sessions", {"pool": "net"})
+        self.assertEqual(status, 201, session)
+        sid = session["session_id"]
+        fetch = self.FETCH + 'print(json.dumps(fetch("http://web.test:8080/hello")))'
+        try:
+            def run(**extra):
+                status, body = self.post("/v1/execute",
+                                         {"code": fetch, "session_id": sid, **extra})
+                self.assertEqual(status, 200, body)
+                return json.loads(body["stdout"].strip().splitlines()[-1])["status"]
+            self.assertEqual(run(), 200)
+            self.assertEqual(run(network={"allow": [f"{self.upstream_ip}:8080"]}), 403)
+            self.assertEqual(run(), 403)  # from then on, for the session's life
+        finally:
+            req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/sessions/{sid}",
+                                         method="DELETE")
+            urllib.request.urlopen(req, timeout=60).close()
+
     def test_a_session_keeps_its_narrowing_for_its_life(self):
         status, session = self.post("/v1/sessions", {"pool": "net", "network": "none"})
         self.assertEqual(status, 201, session)
@@ -382,9 +402,11 @@ print(json.dumps({"proxy_env": os.environ.get("http_proxy", ""),
                 self.assertEqual(status, 200, body)
                 got = json.loads(body["stdout"].strip().splitlines()[-1])
                 self.assertEqual(got["status"], 403, got)
+            # A call may narrow it further, never widen it again.
             status, body = self.post("/v1/execute", {"code": "1", "session_id": sid,
-                                                     "network": "none"})
+                                                     "network": {"allow": ["web.test:8080"]}})
             self.assertEqual(status, 400, body)
+            self.assertIn("narrower already", json.dumps(body))
         finally:
             req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/sessions/{sid}",
                                          method="DELETE")
@@ -420,6 +442,33 @@ print(json.dumps({"proxy_env": os.environ.get("http_proxy", ""),
                                                          "allow": configured}})
             self.assertEqual(status, 200, body)
         self.assertEqual(self.probe(fetch_other)["status"], 403)
+
+    def reload_with_allow(self, allow):
+        config = json.loads(json.dumps(self.config))
+        config["pools"][1]["network"]["allow"] = allow
+        with open(self.config_path, "w") as f:
+            json.dump(config, f)
+        self.server.send_signal(signal.SIGHUP)
+
+    def test_a_reload_changes_the_allowlist_live(self):
+        fetch_other = self.FETCH + 'print(json.dumps(fetch("http://other.test:8080/hello")))'
+        configured = self.config["pools"][1]["network"]["allow"]
+
+        def becomes(status):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if self.probe(fetch_other)["status"] == status:
+                    return True
+                time.sleep(0.2)
+            return False
+        try:
+            self.reload_with_allow(configured + ["other.test:8080"])
+            self.assertTrue(becomes(200), "the reload never allowed other.test")
+        finally:
+            self.reload_with_allow(configured)
+        self.assertTrue(becomes(403), "the second reload never took other.test away")
+        with open(self.log_path) as f:
+            self.assertIn("SIGHUP (reload) changed pool 'net' network", f.read())
 
     # ---- what the operator sees ----
 
