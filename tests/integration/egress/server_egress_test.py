@@ -308,6 +308,44 @@ print(json.dumps({"head": head, "tls": tls}))''')
         self.assertNotEqual(got["tls"], "handshake")
         self.assertIn("ACCESS_DENIED", got["tls"].upper())
 
+    def test_connect_to_a_name_not_allowed_with_an_allowed_sni_is_refused(self):
+        got = self.probe(r'''
+import json, os, socket
+proxy = os.environ["http_proxy"].split("//")[1]
+host, port = proxy.split(":")
+s = socket.create_connection((host, int(port)), timeout=20)
+s.sendall(b"CONNECT other.test:8080 HTTP/1.1\r\nHost: other.test:8080\r\n\r\n")
+print(json.dumps({"head": s.recv(4096).decode(errors="replace").split("\r\n")[0]}))''')
+        self.assertIn(" 403 ", got["head"])
+
+    def test_another_sandbox_on_the_same_network_is_unreachable(self):
+        status, session = self.post("/v1/sessions", {"pool": "net"})
+        self.assertEqual(status, 201, session)
+        sid = session["session_id"]
+        try:
+            # A listener in a session's interpreter, alive between its calls.
+            status, body = self.post("/v1/execute", {"session_id": sid, "code": self.CONNECT + r'''
+import os, threading
+listener = socket.socket()
+listener.bind(("0.0.0.0", 9999))
+listener.listen(16)
+threading.Thread(target=lambda: [listener.accept() for _ in iter(int, 1)], daemon=True).start()
+me = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+me.connect((os.environ["http_proxy"].split("//")[1].split(":")[0], 3128))
+mine = me.getsockname()[0]
+print(json.dumps({"addr": mine, "self": connect(mine, 9999)}))'''})
+            self.assertEqual(status, 200, body)
+            self.assertTrue(body["stdout"].strip(), body)
+            own = json.loads(body["stdout"].strip().splitlines()[-1])
+            self.assertEqual(own["self"], "open", own)  # it listens
+            # From another sandbox of the pool: refused at once.
+            got = self.probe(self.CONNECT + f'print(json.dumps(connect("{own["addr"]}", 9999)))')
+            self.assertIn(got, ("ECONNREFUSED", "EHOSTUNREACH"))
+        finally:
+            req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/sessions/{sid}",
+                                         method="DELETE")
+            urllib.request.urlopen(req, timeout=60).close()
+
     def test_a_connection_flood_is_bounded_per_sandbox(self):
         got = self.probe(r'''
 import json, os, socket
