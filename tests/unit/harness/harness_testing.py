@@ -2,9 +2,11 @@
 (the packed payload through the server's bootstrap, in isolate=false mode unless a test asks for
 namespaces: no Docker), and small seccomp filters that take a kernel feature away from it."""
 
+import atexit
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,14 @@ from sandbox_harness import wire
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_MPL = os.path.join(HERE, "fake_mpl")  # a stand-in for matplotlib (see its __init__.py)
 FAKE_PIP = os.path.join(HERE, "fake_pip")  # a stand-in for pip (see its __init__.py)
+if os.path.realpath(FAKE_PIP).startswith("/tmp/"):
+    # A run with namespaces gets a fresh /tmp: a tree checked out under /tmp (a CI clone) would
+    # hide the stand-in from the run, which would then find the real pip.
+    _outside = tempfile.mkdtemp(prefix="sandbox-fake-pip-", dir="/var/tmp")
+    os.chmod(_outside, 0o755)
+    shutil.copytree(FAKE_PIP, os.path.join(_outside, "fake_pip"))
+    atexit.register(shutil.rmtree, _outside, True)
+    FAKE_PIP = os.path.join(_outside, "fake_pip")
 
 
 def exited(code):
