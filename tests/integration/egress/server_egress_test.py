@@ -147,8 +147,9 @@ class EgressServerTest(unittest.TestCase):
                 problems.append(f"containers left: {left}")
             if nets:
                 problems.append(f"networks left: {nets}")
-        for c in run("docker", "ps", "-aq", "--filter", f"label={LABEL}").stdout.split():
-            run("docker", "rm", "-f", c, check=False)
+        for label in (LABEL, f"io.sandbox-mcp.instance={INSTANCE}"):
+            for c in run("docker", "ps", "-aq", "--filter", f"label={label}").stdout.split():
+                run("docker", "rm", "-f", c, check=False)
         for n in run("docker", "network", "ls", "-q", "--filter",
                      f"label={LABEL}").stdout.split():
             run("docker", "network", "rm", n, check=False)
