@@ -240,6 +240,10 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
     if (!authority.ok()) return authority.error();
     return ControlOp{ControlCa{std::move(*authority)}};
   }
+  if (name == "counters") {
+    if (auto known = members({}); !known.ok()) return known.error();
+    return ControlOp{ControlCounters{}};
+  }
   if (name == "upstream_ca") {
     if (auto known = members({"pem"}); !known.ok()) return known.error();
     auto pem = PemField(json, "pem");
@@ -249,7 +253,7 @@ Result<ControlOp> ParseControlLine(std::string_view line) {
     return ControlOp{ControlUpstreamCa{std::move(*trust)}};
   }
   if (name != "set") {
-    return Bad("unknown \"op\" (set, remove, clear, probe, ca or upstream_ca)");
+    return Bad("unknown \"op\" (set, remove, clear, probe, ca, upstream_ca or counters)");
   }
   if (auto known = members({"addr", "pool", "policy", "inject"}); !known.ok()) {
     return known.error();
@@ -336,8 +340,15 @@ class Probes {
 
 // Applies a parsed line (a probe's connect is made here, on the caller's thread).
 nlohmann::json ApplyParsed(PolicyTable& table, TlsSettings& tls, nlohmann::json answer,
-                           Result<ControlOp> op) {
+                           Result<ControlOp> op, const CountersSource& counters) {
   if (!op.ok()) return Refused(std::move(answer), op.error());
+  if (std::holds_alternative<ControlCounters>(*op)) {
+    if (!counters) return Refused(std::move(answer), Bad("no counters here"));
+    const nlohmann::json values = counters();
+    for (const auto& [key, value] : values.items()) answer[key] = value;
+    answer["ev"] = "counters";
+    return answer;
+  }
   if (auto* probe = std::get_if<ControlProbe>(&*op)) return ProbeAnswer(*probe, std::move(answer));
   if (auto* ca = std::get_if<ControlCa>(&*op)) {
     answer["ev"] = "applied";
@@ -389,11 +400,13 @@ nlohmann::json ApplyParsed(PolicyTable& table, TlsSettings& tls, nlohmann::json 
 
 }  // namespace
 
-nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::string_view line) {
-  return ApplyParsed(table, tls, AnswerFor(line), ParseControlLine(line));
+nlohmann::json ApplyControlLine(PolicyTable& table, TlsSettings& tls, std::string_view line,
+                                const CountersSource& counters) {
+  return ApplyParsed(table, tls, AnswerFor(line), ParseControlLine(line), counters);
 }
 
-void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events) {
+void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events,
+                const CountersSource& counters) {
   Probes probes(events);
   std::string pending;
   bool skipping = false;  // inside a line that was too long
@@ -420,7 +433,7 @@ void RunControl(int fd, PolicyTable& table, TlsSettings& tls, EventSink& events)
         probes.Start(std::get<ControlProbe>(*op), AnswerFor(line));
         continue;
       }
-      events.Emit(ApplyParsed(table, tls, AnswerFor(line), std::move(op)));
+      events.Emit(ApplyParsed(table, tls, AnswerFor(line), std::move(op), counters));
     }
     pending.erase(0, start);
     if (pending.size() > kMaxControlLine) {  // and no end in sight: drop it as it arrives

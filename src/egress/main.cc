@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -39,6 +40,9 @@ constexpr char kUsage[] =
     "  --head-timeout-ms N         the request head and the TLS ClientHello (default 10000)\n"
     "  --connect-timeout-ms N      resolving and connecting upstream (default 10000)\n"
     "  --idle-timeout-ms N         a relay with no byte either way (default 300000)\n"
+    "  --max-conn-bytes N          bytes one connection may carry, both ways (default\n"
+    "                              4294967296); more: it is cut\n"
+    "  --max-conn-time-ms N        how long one connection may live (default 3600000)\n"
     "  --buffer-bytes N            buffered per direction of a connection (default 65536)\n"
     "  --resolver-threads N        getaddrinfo threads (default 4)\n"
     "Control lines on stdin, events on stdout (JSON lines); logs on stderr.\n";
@@ -103,6 +107,12 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (flag == "--idle-timeout-ms") {
       if (!number(1, kBig)) return false;
       flags.proxy.idle_timeout = std::chrono::milliseconds(n);
+    } else if (flag == "--max-conn-bytes") {
+      if (!number(65536, 1LL << 50)) return false;
+      flags.proxy.max_conn_bytes = static_cast<std::uint64_t>(n);
+    } else if (flag == "--max-conn-time-ms") {
+      if (!number(1000, kBig)) return false;
+      flags.proxy.max_conn_time = std::chrono::milliseconds(n);
     } else if (flag == "--buffer-bytes") {
       if (!number(1024, 64LL << 20)) return false;
       flags.proxy.buffer_bytes = static_cast<std::size_t>(n);
@@ -176,8 +186,16 @@ int main(int argc, char** argv) {
     Log(signal == SIGINT ? "stopping on SIGINT" : "stopping on SIGTERM");
     served.Stop();
   }).detach();
-  std::thread([&served, &table, &tls, &events] {
-    sandbox::egress::RunControl(STDIN_FILENO, table, tls, events);
+  // The control op "counters": what `stopped` reports, and the connections open now.
+  const auto counters = [&served, &events] {
+    const auto stats = served.stats();
+    nlohmann::json answer = sandbox::egress::StatsJson(stats);
+    answer["open"] = stats.open;
+    answer["events_dropped"] = events.dropped();
+    return answer;
+  };
+  std::thread([&served, &table, &tls, &events, counters] {
+    sandbox::egress::RunControl(STDIN_FILENO, table, tls, events, counters);
     Log("stdin closed: stopping");
     served.Stop();
   }).detach();
@@ -187,17 +205,10 @@ int main(int argc, char** argv) {
     dns->Stop();
     dns_thread.join();
   }
-  const auto stats = served.stats();
-  events.Emit({{"ev", "stopped"},
-               {"accepted", stats.accepted},
-               {"allowed", stats.allowed},
-               {"refused", stats.refused},
-               {"not_tls", stats.not_tls},
-               {"sni_refused", stats.sni_refused},
-               {"upstream_failed", stats.upstream_failed},
-               {"injected", stats.injected},
-               {"scrubbed", stats.scrubbed},
-               {"events_dropped", events.dropped()}});
+  nlohmann::json stopped = sandbox::egress::StatsJson(served.stats());
+  stopped["ev"] = "stopped";
+  stopped["events_dropped"] = events.dropped();
+  events.Emit(stopped);
   events.Flush();
   // The detached threads still hold references: leave without running destructors.
   std::fflush(nullptr);

@@ -129,6 +129,7 @@ struct Conn {
   int status = 0;
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
+  std::string cut;  // "bytes" or "time": cut at a limit of ProxyOptions
 
   std::uint32_t client_mask = 0;
   bool client_registered = false;
@@ -213,6 +214,7 @@ class Proxy::Impl {
   void FlushUpstream(Conn& c, Clock::time_point now);
   void FlushClient(Conn& c, Clock::time_point now);
   void AfterProgress(Conn& c, Clock::time_point now);
+  void EnforceCaps(Conn& c, Clock::time_point now);
   void Refuse(Conn& c, int status, const std::string& message, std::string reason,
               Clock::time_point now);
   void Fail(Conn& c, int status, const std::string& message, Clock::time_point now);
@@ -291,6 +293,7 @@ void Proxy::Impl::Run() {
         } else {
           OnClient(*end->conn, mask, now);
         }
+        EnforceCaps(*end->conn, now);
         if (!end->conn->dead) UpdateInterest(*end->conn);
       }
     }
@@ -990,6 +993,37 @@ void Proxy::Impl::AfterProgress(Conn& c, Clock::time_point now) {
   }
 }
 
+// The limits of one connection's life (ProxyOptions::max_conn_bytes, max_conn_time), once it
+// relays: a plain request not answered yet gets a 413 or 504 naming the limit, anything else
+// is closed. The verdict stays; the audit line says "cut" and why.
+void Proxy::Impl::EnforceCaps(Conn& c, Clock::time_point now) {
+  if (c.dead || (c.state != Conn::State::kRelay && c.state != Conn::State::kIntercept)) return;
+  std::string why;
+  int status = 0;
+  if (c.bytes_up + c.bytes_down > options_.max_conn_bytes) {
+    c.cut = "bytes";
+    why = "the connection reached the proxy's limit of " + std::to_string(options_.max_conn_bytes) +
+          " bytes (--max-conn-bytes)";
+    status = 413;
+    Count([](ProxyStats& s) { ++s.cut_bytes; });
+  } else if (now - c.started >= options_.max_conn_time) {
+    c.cut = "time";
+    why = "the connection reached the proxy's limit of " +
+          std::to_string(options_.max_conn_time.count()) + " ms (--max-conn-time-ms)";
+    status = 504;
+    Count([](ProxyStats& s) { ++s.cut_time; });
+  } else {
+    return;
+  }
+  c.reason += "; " + why;
+  if (c.state == Conn::State::kRelay && !c.connect && !c.response_started) {
+    Finish(c, TextResponse(status, why), now);
+    c.status = status;
+    return;
+  }
+  Close(c, now);
+}
+
 void Proxy::Impl::Refuse(Conn& c, int status, const std::string& message, std::string reason,
                          Clock::time_point now) {
   c.verdict = "refused";
@@ -1050,6 +1084,7 @@ void Proxy::Impl::Close(Conn& c, Clock::time_point now) {
         {"bytes_down", c.bytes_down},
         {"ms", ms.count()}};
     if (!c.upstream_address.empty()) event["upstream"] = c.upstream_address;
+    if (!c.cut.empty()) event["cut"] = c.cut;
     if (c.intercept) {
       // Never a value: whether credentials were added, to how many requests, and how many
       // times a secret was scrubbed from the responses.
@@ -1194,6 +1229,7 @@ void Proxy::Impl::Sweep(Clock::time_point now) {
         }
         break;
     }
+    EnforceCaps(*c, now);
     if (!c->dead) UpdateInterest(*c);
   }
 }
@@ -1229,6 +1265,14 @@ Result<std::unique_ptr<Proxy>> Proxy::Listen(const std::string& host, int port,
   auto impl = std::make_unique<Impl>(std::move(listener), std::move(epoll), std::move(wake),
                                      options, table, tls, events, std::move(upstream));
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl), bound));
+}
+
+nlohmann::json StatsJson(const ProxyStats& stats) {
+  return {{"accepted", stats.accepted},       {"allowed", stats.allowed},
+          {"refused", stats.refused},         {"not_tls", stats.not_tls},
+          {"sni_refused", stats.sni_refused}, {"upstream_failed", stats.upstream_failed},
+          {"injected", stats.injected},       {"scrubbed", stats.scrubbed},
+          {"cut_bytes", stats.cut_bytes},     {"cut_time", stats.cut_time}};
 }
 
 Proxy::Proxy(std::unique_ptr<Impl> impl, int port) : impl_(std::move(impl)), port_(port) {}

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "event_sink.h"
@@ -43,6 +44,13 @@ struct ProxyOptions {
   std::chrono::milliseconds connect_timeout{10'000};
   // A tunnel or response with no byte either way is closed.
   std::chrono::milliseconds idle_timeout{300'000};
+  // The most bytes one connection may carry, both directions together (counted at the upstream
+  // side: sent to it and read from it); checked after every read and write, so it is cut once
+  // it has carried more (by at most about a buffer). An unanswered plain request: 413.
+  std::uint64_t max_conn_bytes = std::uint64_t{4} << 30;
+  // The longest one connection may live from its accept, once relaying; then it is cut. An
+  // unanswered plain request: 504.
+  std::chrono::milliseconds max_conn_time{3'600'000};
   // Bytes buffered per direction of a connection; reading stops there (back-pressure).
   std::size_t buffer_bytes = std::size_t{64} << 10;
   // A plain HTTP request body (Content-Length); larger: 413. Relayed, not buffered whole.
@@ -64,8 +72,14 @@ struct ProxyStats {
   std::uint64_t upstream_failed = 0;  // allowed, but resolving or connecting failed (502/504)
   std::uint64_t injected = 0;         // tunnels terminated to inject credentials
   std::uint64_t scrubbed = 0;         // secrets scrubbed from their responses
+  std::uint64_t cut_bytes = 0;        // allowed connections cut at max_conn_bytes
+  std::uint64_t cut_time = 0;         // allowed connections cut at max_conn_time
   std::size_t open = 0;               // connections open now
 };
+
+// The counters as the `stopped` event and the control op "counters" report them ("open" and
+// the event sink's "events_dropped" are the caller's to add).
+nlohmann::json StatsJson(const ProxyStats& stats);
 
 class Proxy {
  public:

@@ -51,6 +51,24 @@ TEST(ControlTest, SetPutsThePoolsPolicyUnderTheAddress) {
   EXPECT_EQ(table.Find(Ip("10.213.1.6")), nullptr);
 }
 
+TEST(ControlTest, CountersAreAnsweredFromTheSourceWithTheId) {
+  PolicyTable table;
+  TlsSettings tls;
+  const auto answer = ApplyControlLine(table, tls, R"({"op":"counters","id":"c1"})", [] {
+    return nlohmann::json{{"accepted", 5}, {"open", 2}};
+  });
+  EXPECT_EQ(answer["ev"], "counters") << answer.dump();
+  EXPECT_EQ(answer["id"], "c1");
+  EXPECT_EQ(answer["accepted"], 5);
+  EXPECT_EQ(answer["open"], 2);
+  // Without a source (no proxy), and with a member it does not have: refused.
+  EXPECT_EQ(ApplyControlLine(table, tls, R"({"op":"counters"})")["ev"], "error");
+  const auto extra = ApplyControlLine(table, tls, R"({"op":"counters","x":1})",
+                                      [] { return nlohmann::json::object(); });
+  EXPECT_EQ(extra["ev"], "error") << extra.dump();
+  EXPECT_EQ(table.size(), 0U);
+}
+
 TEST(ControlTest, ABadEntryIsNamedAndTheTableIsUnchanged) {
   PolicyTable table;
   TlsSettings tls;

@@ -31,7 +31,8 @@ using namespace std::chrono_literals;
 
 class ProxyTest : public ProxyFixture {
  protected:
-  // The test server: echoes a tunnel's bytes; answers a plain request with "hello".
+  // The test server: echoes a tunnel's bytes; answers a plain request with "hello" (but a GET
+  // of /slow never: it waits for the proxy to close).
   void Serve(int fd) override {
     std::string first = ReadBytes(fd, 1);
     if (first.empty()) return;
@@ -64,6 +65,10 @@ class ProxyTest : public ProxyFixture {
     {
       const std::lock_guard lock(mutex_);
       received_.push_back(request);
+    }
+    if (request.starts_with("GET /slow ")) {
+      ReadToEof(fd);
+      return;
     }
     SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello");
   }
@@ -218,6 +223,100 @@ TEST_F(ProxyTest, APlainRequestIsSentWithItsOwnHeadAndTheResponseCloses) {
   EXPECT_EQ(event["verdict"], "allowed") << event.dump();
   EXPECT_EQ(event["status"], 200);
   EXPECT_EQ(event["method"], "POST");
+}
+
+TEST_F(ProxyTest, ATunnelIsCutAtTheByteLimit) {
+  StopProxy();
+  options_.max_conn_bytes = 100'000;
+  Start();
+  SetPolicy("127.0.0.1", "data", kPypiPolicy);
+  Fd fd = Connect();
+  ASSERT_TRUE(SendAll(fd.get(), "CONNECT pypi.org:443 HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(ReadBytes(fd.get(), sizeof(kEstablished) - 1), kEstablished);
+  const std::string tunnel = ClientHello("pypi.org") + std::string(1'000'000, 'x');
+  std::thread writer([&] { SendAll(fd.get(), tunnel); });  // fails once the proxy cuts it
+  const std::string echoed = ReadToEof(fd.get());
+  ::shutdown(fd.get(), SHUT_RDWR);
+  writer.join();
+  EXPECT_LT(echoed.size(), tunnel.size());
+  const auto event = LastConnEvent();
+  EXPECT_EQ(event["verdict"], "allowed") << event.dump();
+  EXPECT_EQ(event["cut"], "bytes");
+  EXPECT_NE(event["reason"].get<std::string>().find(
+                "the connection reached the proxy's limit of 100000 bytes (--max-conn-bytes)"),
+            std::string::npos)
+      << event.dump();
+  const auto carried =
+      event["bytes_up"].get<std::uint64_t>() + event["bytes_down"].get<std::uint64_t>();
+  EXPECT_GT(carried, 100'000U);
+  EXPECT_LT(carried, tunnel.size());
+  EXPECT_EQ(proxy_->stats().cut_bytes, 1U);
+  EXPECT_EQ(StatsJson(proxy_->stats())["cut_bytes"], 1);
+}
+
+TEST_F(ProxyTest, APlainRequestBodyOverTheByteLimitIs413) {
+  StopProxy();
+  options_.max_conn_bytes = 100'000;
+  Start();
+  SetPolicy("127.0.0.1", "data", kPypiPolicy);
+  Fd fd = Connect();
+  const std::string body(1'000'000, 'b');
+  std::thread writer([&] {
+    SendAll(fd.get(), "POST http://pypi.org/up HTTP/1.1\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  const std::string answer = ReadToEof(fd.get());
+  ::shutdown(fd.get(), SHUT_RDWR);
+  writer.join();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 413 ")) << answer;
+  EXPECT_NE(answer.find("limit of 100000 bytes (--max-conn-bytes)"), std::string::npos) << answer;
+  const auto event = LastConnEvent();
+  EXPECT_EQ(event["verdict"], "allowed") << event.dump();
+  EXPECT_EQ(event["status"], 413);
+  EXPECT_EQ(event["cut"], "bytes");
+}
+
+TEST_F(ProxyTest, ATunnelIsCutAtTheTimeLimit) {
+  StopProxy();
+  options_.max_conn_time = 1s;
+  Start();
+  SetPolicy("127.0.0.1", "data", kPypiPolicy);
+  Fd fd = Connect();
+  ASSERT_TRUE(SendAll(fd.get(), "CONNECT pypi.org:443 HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(ReadBytes(fd.get(), sizeof(kEstablished) - 1), kEstablished);
+  const std::string hello = ClientHello("pypi.org");
+  ASSERT_TRUE(SendAll(fd.get(), hello));
+  EXPECT_EQ(ReadBytes(fd.get(), hello.size()), hello);
+  EXPECT_EQ(ReadToEof(fd.get()), "");  // the tunnel stays open, silent, until the proxy cuts it
+  const auto event = LastConnEvent();
+  EXPECT_EQ(event["verdict"], "allowed") << event.dump();
+  EXPECT_EQ(event["cut"], "time");
+  EXPECT_NE(event["reason"].get<std::string>().find(
+                "the connection reached the proxy's limit of 1000 ms (--max-conn-time-ms)"),
+            std::string::npos)
+      << event.dump();
+  EXPECT_EQ(proxy_->stats().cut_time, 1U);
+}
+
+TEST_F(ProxyTest, APlainRequestNotAnsweredWithinTheTimeLimitIs504) {
+  StopProxy();
+  options_.max_conn_time = 1s;
+  Start();
+  SetPolicy("127.0.0.1", "data", kPypiPolicy);
+  const std::string answer = Exchange("GET http://pypi.org/slow HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 504 ")) << answer;
+  EXPECT_NE(answer.find("limit of 1000 ms (--max-conn-time-ms)"), std::string::npos) << answer;
+  const auto event = LastConnEvent();
+  EXPECT_EQ(event["verdict"], "allowed") << event.dump();
+  EXPECT_EQ(event["status"], 504);
+  EXPECT_EQ(event["cut"], "time");
+  const auto counters = ApplyControlLine(table_, tls_, R"({"op":"counters","id":3})",
+                                         [this] { return StatsJson(proxy_->stats()); });
+  EXPECT_EQ(counters["ev"], "counters") << counters.dump();
+  EXPECT_EQ(counters["id"], 3);
+  EXPECT_EQ(counters["cut_time"], 1);
+  EXPECT_EQ(counters["allowed"], 1);
+  EXPECT_EQ(counters["accepted"], 1);
 }
 
 TEST_F(ProxyTest, ConnectionsPerSourceAreLimited) {

@@ -418,6 +418,28 @@ TEST_F(ProxyTlsTest, ASecretSplitAcrossReadsAndChunksIsScrubbed) {
   EXPECT_EQ(response.body, "auth=" + Stars(kValue) + ";");
 }
 
+TEST_F(ProxyTlsTest, ATerminatedTunnelIsCutAtTheTimeLimit) {
+  StopProxy();
+  options_.max_conn_time = std::chrono::seconds(1);
+  Start();
+  TlsClient client;
+  ASSERT_TRUE(
+      client.Handshake(Tunnel("api.example.com:443"), "api.example.com", deployment_.cert.get()))
+      << client.error;
+  ASSERT_TRUE(client.Send("GET /echo HTTP/1.1\r\nHost: api.example.com\r\n\r\n"));
+  const Response response = client.Read();
+  ASSERT_TRUE(response.complete) << response.head;
+  ReadToEof(client.fd.get());  // the connection stays open, kept alive, until the proxy cuts it
+  const auto event = LastConnEvent();
+  EXPECT_EQ(event["verdict"], "allowed") << event.dump();
+  EXPECT_EQ(event["injected"], true);
+  EXPECT_EQ(event["cut"], "time");
+  EXPECT_NE(event["reason"].get<std::string>().find("limit of 1000 ms (--max-conn-time-ms)"),
+            std::string::npos)
+      << event.dump();
+  EXPECT_EQ(proxy_->stats().cut_time, 1U);
+}
+
 TEST_F(ProxyTlsTest, AHelloForAnotherNameIsStillRefused) {
   const std::string answer =
       Exchange("CONNECT api.example.com:443 HTTP/1.1\r\n\r\n" + ClientHello("evil.example.com"));
