@@ -543,6 +543,8 @@ class EgressGateway final : public runner::EgressLink {
       if (!Text(event, "sni").empty()) fields.push_back({"sni", Text(event, "sni")});
       fields.push_back({"verdict", verdict});
       if (!Text(event, "reason").empty()) fields.push_back({"reason", Text(event, "reason")});
+      // An allowed connection the proxy ended at its per-connection bytes or time limit.
+      if (!Text(event, "cut").empty()) fields.push_back({"cut", Text(event, "cut")});
       fields.push_back({"status", Number(event, "status")});
       fields.push_back({"bytes_up", Number(event, "bytes_up")});
       fields.push_back({"bytes_down", Number(event, "bytes_down")});
