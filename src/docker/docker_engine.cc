@@ -156,11 +156,7 @@ Result<engine::Launched> DockerEngine::Launch(const engine::SandboxSpec& spec,
   const std::string id = created->id;
   // From here on every failure removes the container again.
   auto failed = [this, &id](const Error& error) -> Result<engine::Launched> {
-    auto removed = Remove(id, DeadlineAfter(kCleanupTimeout));
-    if (!removed.ok() && logger_) {
-      logger_->error("remove container {}: {}", ShortId(id), removed.error().ToString());
-    }
-    return error;
+    return RemoveAfterFailure(id, error);
   };
   if (cancelled()) return failed(launch_cancelled);
 
@@ -263,6 +259,14 @@ Result<std::vector<engine::Listed>> DockerEngine::List(const engine::Labels& all
   return out;
 }
 
+Error DockerEngine::RemoveAfterFailure(const std::string& id, const Error& error) const {
+  auto removed = Remove(id, DeadlineAfter(kCleanupTimeout));
+  if (!removed.ok() && logger_) {
+    logger_->error("remove container {}: {}", ShortId(id), removed.error().ToString());
+  }
+  return error;
+}
+
 Status DockerEngine::CreateNetwork(const engine::NetworkSpec& spec,
                                    engine::Deadline deadline) const {
   auto created = client_.CreateNetwork(ToNetworkBody(spec), CallOptions::Until(deadline));
@@ -308,11 +312,7 @@ Result<engine::Launched> DockerEngine::LaunchService(const engine::ServiceSpec& 
   if (!created.ok()) return created.error().WithContext("create container from " + spec.image);
   const std::string id = created->id;
   auto failed = [this, &id](const Error& error) -> Result<engine::Launched> {
-    auto removed = Remove(id, DeadlineAfter(kCleanupTimeout));
-    if (!removed.ok() && logger_) {
-      logger_->error("remove container {}: {}", ShortId(id), removed.error().ToString());
-    }
-    return error;
+    return RemoveAfterFailure(id, error);
   };
   for (std::size_t i = 1; i < spec.networks.size(); ++i) {
     auto joined = client_.ConnectNetwork(spec.networks[i].network, id, spec.networks[i].ipv4,

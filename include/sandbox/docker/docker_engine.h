@@ -80,6 +80,9 @@ class DockerEngine final : public engine::ContainerEngine {
   static constexpr std::chrono::seconds kCleanupTimeout{40};
 
  private:
+  // A launch that failed after its container was made: removes it, returns `error`.
+  Error RemoveAfterFailure(const std::string& id, const Error& error) const;
+
   std::string name_;
   const Client& client_;
   std::shared_ptr<spdlog::logger> logger_;
